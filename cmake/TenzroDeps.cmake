@@ -1,0 +1,36 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/setup).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+if(TENZRO_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TENZRO_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# BLAKE3: the official C sources, as Debian ships them in librust-blake3-dev.
+file(GLOB TENZRO_BLAKE3_DIRS LIST_DIRECTORIES true /usr/share/cargo/registry/blake3-*/c)
+list(SORT TENZRO_BLAKE3_DIRS)
+list(POP_BACK TENZRO_BLAKE3_DIRS TENZRO_BLAKE3_DIR)
+if(NOT TENZRO_BLAKE3_DIR OR NOT EXISTS "${TENZRO_BLAKE3_DIR}/blake3.c")
+  message(FATAL_ERROR "BLAKE3 C sources not found: install librust-blake3-dev (scripts/setup)")
+endif()
+message(STATUS "BLAKE3 C sources: ${TENZRO_BLAKE3_DIR}")
+add_library(tenzro_blake3 STATIC
+  ${TENZRO_BLAKE3_DIR}/blake3.c
+  ${TENZRO_BLAKE3_DIR}/blake3_dispatch.c
+  ${TENZRO_BLAKE3_DIR}/blake3_portable.c
+  ${TENZRO_BLAKE3_DIR}/blake3_sse2_x86-64_unix.S
+  ${TENZRO_BLAKE3_DIR}/blake3_sse41_x86-64_unix.S
+  ${TENZRO_BLAKE3_DIR}/blake3_avx2_x86-64_unix.S
+  ${TENZRO_BLAKE3_DIR}/blake3_avx512_x86-64_unix.S)
+target_include_directories(tenzro_blake3 SYSTEM PUBLIC ${TENZRO_BLAKE3_DIR})
+set_target_properties(tenzro_blake3 PROPERTIES C_STANDARD 11)
+# The sanitizer flags are not wanted in hand-written assembly.
+target_compile_options(tenzro_blake3 PRIVATE -w)

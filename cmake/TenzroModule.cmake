@@ -1,0 +1,39 @@
+# tenzro_module(<name> [DEPS targets...])
+#
+# Builds src/<name>/*.cc into the static library tenzro_<name>. Files named
+# *_avx2.cc are compiled with AVX2/FMA/F16C, *_avx512.cc with AVX-512
+# (BW/VL/VNNI); the module chooses between them at run time (core/cpu.h).
+function(tenzro_module name)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  add_library(tenzro_${name} STATIC ${srcs})
+  target_include_directories(tenzro_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(tenzro_${name} PUBLIC ${M_DEPS})
+  foreach(s ${srcs})
+    if(s MATCHES "_avx2\\.cc$")
+      set_source_files_properties(${s} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    elseif(s MATCHES "_avx512\\.cc$")
+      set_source_files_properties(${s} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
+    endif()
+  endforeach()
+endfunction()
+
+# tenzro_test_module(<name> [DEPS targets...])
+# Builds tests/<name>/*_test.cc into tenzro_<name>_tests and registers each
+# GoogleTest case with CTest. Tests find golden data via TENZRO_TEST_DATA and
+# the built CLI via TENZRO_BIN.
+function(tenzro_test_module name)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(tenzro_${name}_tests ${srcs})
+  target_link_libraries(tenzro_${name}_tests PRIVATE ${M_DEPS} tenzro_testutil GTest::gtest_main GTest::gmock)
+  target_compile_definitions(tenzro_${name}_tests PRIVATE
+    TENZRO_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
+    TENZRO_BIN="$<TARGET_FILE:tenzro>")
+  add_dependencies(tenzro_${name}_tests tenzro)
+  gtest_discover_tests(tenzro_${name}_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT 300 LABELS ${name})
+endfunction()
