@@ -43,6 +43,11 @@ struct TensorRef {
   std::string file;         // path of the file holding the bytes
   uint64_t file_offset = 0; // absolute offset of the first byte in `file`
   ByteSpan bytes;           // the tensor's bytes
+  // The type as the file spells it: the ggml name for GGUF ("q4_K"), the
+  // safetensors dtype otherwise ("BF16", "F8_E4M3"). Safetensors dtypes
+  // without a ggml twin (U8, BOOL, U16..U64, F8_*) get the same-width ggml
+  // integer type in `type` (I8/I16/I32/I64); only `dtype` tells the truth.
+  std::string dtype;
 };
 
 // One expert's projection: `rows` rows of `row_len` values, contiguous.
@@ -77,6 +82,9 @@ class Checkpoint {
   virtual std::optional<std::vector<int64_t>> GetIntArray(std::string_view key) const = 0;
   // general.architecture (GGUF) or model_type (HF config); "" if unknown.
   virtual std::string architecture() const = 0;
+  // Every metadata key (GGUF keys; config.json top-level keys and
+  // __metadata__ keys), sorted, for dumps. Default: none.
+  virtual std::vector<std::string> MetadataKeys() const { return {}; }
 
   // --- MoE view ---
   // Number of transformer layers found (max block index + 1).

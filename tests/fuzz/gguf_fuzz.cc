@@ -1,0 +1,44 @@
+// libFuzzer target: GGUF parsing from memory plus the Checkpoint MoE view.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "format/checkpoint_open.h"
+#include "format/gguf_reader.h"
+
+using namespace tenzro;
+using namespace tenzro::format;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto f = GgufFile::Parse(ByteSpan(data, size), "fuzz.gguf");
+  if (!f) return 0;
+  volatile uint64_t sink = 0;
+  for (const auto& [k, v] : (*f)->kv()) {
+    sink = sink + v.ToString().size() + v.size();
+    (void)v.AsIntArray();
+    (void)v.AsFloatArray();
+  }
+  for (const auto& t : (*f)->tensors()) {
+    ByteSpan b = (*f)->TensorBytes(t);
+    if (!b.empty()) sink = sink + b[0] + b[b.size() - 1];
+  }
+  std::vector<std::unique_ptr<GgufFile>> parts;
+  parts.push_back(std::move(*f));
+  auto ck = MakeGgufCheckpoint(std::move(parts));
+  if (!ck) return 0;
+  const Checkpoint& c = **ck;
+  (void)c.architecture();
+  for (int l = 0; l < c.n_layers() && l < 64; ++l) {
+    (void)c.Router(l);
+    (void)c.SharedExpertGate(l);
+    for (Projection p : kProjections) {
+      (void)c.SharedExpert(l, p);
+      int n = c.n_experts(l);
+      for (int e : {0, n - 1, n}) {
+        auto s = c.Expert(l, e, p);
+        if (s && !s->bytes.empty()) sink = sink + s->bytes[0] + s->bytes[s->bytes.size() - 1];
+      }
+    }
+  }
+  return 0;
+}
