@@ -99,7 +99,9 @@ std::string ShapeReportText(const ShapeReport& r) {
 
   o += "bytes of one expert (gate + up + down) by format:\n";
   std::string fit_head = r.budget ? fmt::format("fit in {}", tenzro::FormatBytes(*r.budget)) : "";
-  o += fmt::format("  {:<8}{:<28}{:<28}{}\n", "format", "per expert", "all experts", fit_head);
+  std::string head = fmt::format("  {:<8}{:<28}{:<28}{}", "format", "per expert", "all experts", fit_head);
+  while (!head.empty() && head.back() == ' ') head.pop_back();
+  o += head + "\n";
   for (const FormatBytes& f : r.formats) {
     if (!f.applicable) {
       o += fmt::format("  {:<8}n/a: {}\n", f.format, f.not_applicable);
@@ -113,7 +115,9 @@ std::string ShapeReportText(const ShapeReport& r) {
                                                 : fmt::format("{} ({} on Q4_K-down layers)", *f.fit_any_layer,
                                                               *f.fit_best_layer);
     }
-    o += fmt::format("  {:<8}{:<28}{:<28}{}\n", f.format, per, tenzro::FormatBytes(f.total_bytes), fit);
+    std::string row = fmt::format("  {:<8}{:<28}{:<28}{}", f.format, per, tenzro::FormatBytes(f.total_bytes), fit);
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    o += row + "\n";
     if (f.bytes_min != f.bytes_max)
       o += fmt::format("  {:<8}(down Q6_K on {} of {} MoE layers: {} bytes; else Q4_K: {} bytes)\n", "",
                        f.layers_at_max, s.n_moe_layers(), f.bytes_max, f.bytes_min);
