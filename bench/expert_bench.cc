@@ -1,0 +1,151 @@
+// One routed expert at Qwen3.5-122B-A10B shape (n_embd 3072, expert FFN 1024)
+// in q4_k_m (gate/up Q4_K, down Q6_K), q4_k, q8_0 and bf16, random weights;
+// batch 1 / 8 / 64 tokens; 1 and 2 threads.
+//
+// Counters: ms per call; GB/s of weights streamed; GFLOP/s (2 * 3 * n_embd *
+// n_ff * tokens); bw_ratio = weight GB/s / this machine's read bandwidth with
+// the same thread count, measured in the same run (AVX2 sum over a 1 GiB
+// buffer, BM_ReadBandwidth). Batch 1 is bandwidth-bound (aim: bw_ratio >=
+// 0.7); batch 64 is compute-bound (watch GFLOP/s and thread scaling).
+//
+// ggml CPU backend, same machine, one expert of this shape (docs/compute.md):
+//   Q4_K gate/up/down: 1 tok 0.43 ms (2 thr 0.27), 8 tok 3.2 ms, 64 tok 37.7 ms (2 thr 18.3)
+//   Q6_K down:         1 tok 0.64 ms (2 thr 0.38), 8 tok 5.1 ms, 64 tok 25.4 ms (2 thr 13.5)
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "../tests/runtime/test_weights.h"
+#include "core/thread_pool.h"
+#include "runtime/expert_ffn.h"
+
+namespace {
+
+using tenzro::quant::GgmlType;
+using namespace tenzro::runtime;
+
+constexpr int64_t kEmbd = 3072, kFf = 1024;
+constexpr size_t kBwBytes = size_t{1} << 30;
+
+__attribute__((target("avx2"))) float SumAvx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
+float* BwBuffer() {
+  static float* buf = [] {
+    auto* p = static_cast<float*>(std::aligned_alloc(64, kBwBytes));
+    for (size_t i = 0; i < kBwBytes / 4; ++i) p[i] = 1.0f;
+    return p;
+  }();
+  return buf;
+}
+
+// Read bandwidth (bytes/s) with `threads` threads each summing its share.
+double MeasureReadBandwidth(int threads) {
+  float* buf = BwBuffer();
+  const size_t n = kBwBytes / 4;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<float> sink{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> ts;
+    for (int i = 0; i < threads; ++i)
+      ts.emplace_back([&, i] { sink = sink + SumAvx2(buf + n / threads * i, n / threads); });
+    for (auto& t : ts) t.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, kBwBytes / s);
+    benchmark::DoNotOptimize(sink.load());
+  }
+  return best;
+}
+
+std::map<int, double>& Bandwidth() {
+  static std::map<int, double> bw;
+  return bw;
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  double bw = 0;
+  for (auto _ : state) bw = MeasureReadBandwidth(threads);
+  state.counters["GB/s"] = bw / 1e9;
+}
+BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+struct Format { const char* name; GgmlType gu, down; };
+const Format kFormats[] = {{"q4_k_m", GgmlType::Q4_K, GgmlType::Q6_K},
+                           {"q4_k", GgmlType::Q4_K, GgmlType::Q4_K},
+                           {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0},
+                           {"bf16", GgmlType::BF16, GgmlType::BF16}};
+
+const ExpertWeights& Expert(int f) {
+  static std::map<int, ExpertWeights> cache;
+  auto it = cache.find(f);
+  if (it == cache.end()) {
+    ExpertWeights e;
+    e.gate = testing::RandomMatrix(kFormats[f].gu, kFf, kEmbd, 1);
+    e.up = testing::RandomMatrix(kFormats[f].gu, kFf, kEmbd, 2);
+    e.down = testing::RandomMatrix(kFormats[f].down, kEmbd, kFf, 3);
+    it = cache.emplace(f, std::move(e)).first;
+  }
+  return it->second;
+}
+
+void BM_ExpertFfn(benchmark::State& state) {
+  const int f = static_cast<int>(state.range(0));
+  const int n_tok = static_cast<int>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
+  const ExpertWeights& e = Expert(f);
+  std::unique_ptr<tenzro::ThreadPool> pool;
+  if (threads > 1) pool = std::make_unique<tenzro::ThreadPool>(threads - 1, "bench");
+  const auto x = testing::RandomActs(n_tok * kEmbd, 7);
+  std::vector<float> y(n_tok * kEmbd);
+  for (auto _ : state) {
+    if (!ExpertFfn(e, x.data(), n_tok, y.data(), pool.get())) state.SkipWithError("ExpertFfn failed");
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(kFormats[f].name);
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["ms"] = benchmark::Counter(calls * 1e-3, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["weight_GB/s"] = benchmark::Counter(calls * e.bytes() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(calls * 2.0 * 3 * kEmbd * kFf * n_tok / 1e9, benchmark::Counter::kIsRate);
+  auto bw = Bandwidth().find(threads);
+  if (bw != Bandwidth().end())
+    state.counters["bw_ratio"] = benchmark::Counter(calls * e.bytes() / bw->second, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ExpertFfn)
+    ->ArgNames({"fmt", "tok", "thr"})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 8, 64}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Bandwidth()[1] = MeasureReadBandwidth(1);
+  Bandwidth()[2] = MeasureReadBandwidth(2);
+  std::printf("read bandwidth: 1 thread %.1f GB/s, 2 threads %.1f GB/s\n", Bandwidth()[1] / 1e9,
+              Bandwidth()[2] / 1e9);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,44 @@
+// tenzro runtime (internal): the per-ISA matrix kernels behind MatMul.
+//
+// A kernel computes y[t*ldy + r] = sum_k W[r][k] * x[t][k] for the rows
+// [r0, r1) of W and every token t < n_tok. Float weights (F32/F16/BF16) read
+// the f32 activations `x`; quantized weights read `q` (act_quant.h).
+//
+// Determinism contract (all ISAs): each output element is produced by one
+// fixed sequence of operations that depends only on the weights, the
+// activations and the ISA, never on r0/r1, the token count or the tiling, so
+// any split of rows over threads gives bit-identical results.
+//
+// scalar:: is the reference (double accumulation); avx2:: and avx512:: agree
+// with it to float rounding. Most callers want matmul.h instead.
+#pragma once
+
+#include <cstdint>
+
+#include "quant/types.h"
+#include "runtime/act_quant.h"
+#include "runtime/weight_matrix.h"
+
+namespace tenzro::runtime {
+
+enum class KernelIsa : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+struct KernelArgs {
+  const WeightMatrix* w = nullptr;
+  const float* x = nullptr;            // n_tok x w->row_len (float weight types)
+  const QuantizedActs* q = nullptr;    // quantized weight types
+  int n_tok = 0;
+  float* y = nullptr;                  // n_tok x ldy
+  int64_t ldy = 0;
+};
+
+using RowsKernel = void (*)(const KernelArgs& a, int64_t r0, int64_t r1);
+
+// True when `type` multiplies against QuantizedActs (else against f32).
+bool UsesQuantizedActs(quant::GgmlType type);
+
+namespace scalar { RowsKernel GetKernel(quant::GgmlType type); }
+namespace avx2 { RowsKernel GetKernel(quant::GgmlType type); }
+namespace avx512 { RowsKernel GetKernel(quant::GgmlType type); }
+
+}  // namespace tenzro::runtime

@@ -1,0 +1,110 @@
+#include "runtime/matmul.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu.h"
+#include "runtime/parallel.h"
+
+namespace tenzro::runtime {
+namespace {
+
+RowsKernel KernelFor(KernelIsa isa, quant::GgmlType type) {
+  RowsKernel k = nullptr;
+  if (isa == KernelIsa::kAvx512) k = avx512::GetKernel(type);
+  if (!k && isa >= KernelIsa::kAvx2) k = avx2::GetKernel(type);
+  if (!k) k = scalar::GetKernel(type);
+  return k;
+}
+
+// Rows per chunk: enough work per chunk to amortise claiming it, enough
+// chunks to balance threads. Does not affect results.
+int64_t ChunkRows(int64_t rows, int n_tok, int width) {
+  if (width <= 1) return rows;
+  int64_t target = rows / (4 * width);
+  const int64_t min_rows = n_tok >= 8 ? 4 : 16;
+  if (target < min_rows) target = min_rows;
+  return target;
+}
+
+}  // namespace
+
+const char* KernelIsaName(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kScalar: return "scalar";
+    case KernelIsa::kAvx2: return "avx2";
+    case KernelIsa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool KernelIsaSupported(KernelIsa isa) {
+  const CpuFeatures& f = GetCpuFeatures();
+  switch (isa) {
+    case KernelIsa::kScalar: return true;
+    case KernelIsa::kAvx2: return f.HasAvx2Set();
+    case KernelIsa::kAvx512: return f.HasAvx512Set();
+  }
+  return false;
+}
+
+KernelIsa BestKernelIsa() {
+  static const KernelIsa best = [] {
+    KernelIsa b = KernelIsa::kScalar;
+    if (KernelIsaSupported(KernelIsa::kAvx2)) b = KernelIsa::kAvx2;
+    if (KernelIsaSupported(KernelIsa::kAvx512)) b = KernelIsa::kAvx512;
+    if (const char* env = std::getenv("TENZRO_RUNTIME_ISA")) {
+      if (std::strcmp(env, "scalar") == 0) b = KernelIsa::kScalar;
+      else if (std::strcmp(env, "avx2") == 0 && b > KernelIsa::kAvx2) b = KernelIsa::kAvx2;
+    }
+    return b;
+  }();
+  return best;
+}
+
+void RunMatMuls(KernelIsa isa, const MatMulJob* jobs, int n_jobs, int n_tok, ThreadPool* pool) {
+  if (n_tok <= 0 || n_jobs <= 0) return;
+  const int width = ParallelWidth(pool);
+  struct Chunk { int job; int64_t r0, r1; };
+  std::vector<Chunk> chunks;
+  std::vector<RowsKernel> kernels(n_jobs);
+  for (int j = 0; j < n_jobs; ++j) {
+    kernels[j] = KernelFor(isa, jobs[j].w->type);
+    const int64_t rows = jobs[j].w->rows;
+    const int64_t step = ChunkRows(rows, n_tok, width);
+    for (int64_t r = 0; r < rows; r += step) chunks.push_back({j, r, std::min(rows, r + step)});
+  }
+  ParallelFor(pool, static_cast<int>(chunks.size()), [&](int c) {
+    const Chunk& ch = chunks[c];
+    const MatMulJob& job = jobs[ch.job];
+    KernelArgs a;
+    a.w = job.w;
+    a.x = job.x;
+    a.q = job.q;
+    a.n_tok = n_tok;
+    a.y = job.y;
+    a.ldy = job.w->rows;
+    kernels[ch.job](a, ch.r0, ch.r1);
+  });
+}
+
+Result<void> MatMulIsa(KernelIsa isa, const WeightMatrix& w, const float* x, int n_tok, float* y,
+                       ThreadPool* pool) {
+  if (!KernelIsaSupported(isa))
+    return Error::InvalidArgument("this CPU cannot run {} kernels", KernelIsaName(isa));
+  TENZRO_CHECK_OK(w.Validate());
+  if (n_tok < 0) return Error::InvalidArgument("negative token count {}", n_tok);
+  if (n_tok == 0) return Ok();
+  QuantizedActs q;
+  if (UsesQuantizedActs(w.type)) QuantizeActs(x, n_tok, w.row_len, &q);
+  MatMulJob job{&w, x, &q, y};
+  RunMatMuls(isa, &job, 1, n_tok, pool);
+  return Ok();
+}
+
+Result<void> MatMul(const WeightMatrix& w, const float* x, int n_tok, float* y, ThreadPool* pool) {
+  return MatMulIsa(BestKernelIsa(), w, x, n_tok, y, pool);
+}
+
+}  // namespace tenzro::runtime
