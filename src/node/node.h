@@ -1,0 +1,93 @@
+// tenzro node: the daemon behind `tenzro node run`.
+//
+// A Node owns, for its lifetime: one boost::asio::io_context run by the
+// thread that calls Run() (the loop thread: sockets, timers, signals, route
+// dispatch); two HTTP listeners, the public one (blobs, exec to peers) and
+// the admin API (loopback only, bearer token); a worker pool for request CPU
+// work; the job registry (its own job threads) under DATA_DIR/jobs; and the
+// files DATA_DIR/node.json (where a node is, removed on clean exit),
+// DATA_DIR/admin.token (mode 0600, new each start) and DATA_DIR/node.lock
+// (flock held while running: one node per data dir).
+// Routes and job kinds are added by services (node/service.h) or directly
+// through admin_router()/public_router()/jobs() before Run().
+// API: docs/formats/admin-api.md.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "net/router.h"
+#include "net/server.h"
+#include "net/url.h"
+#include "node/job_registry.h"
+#include "node/node_config.h"
+
+namespace tenzro::node {
+
+// "0.1.0".
+std::string_view NodeVersion();
+
+class Node {
+ public:
+  // Checks the config (admin must be loopback), takes the data-dir lock,
+  // writes admin.token, opens the job registry, binds both listeners (so
+  // their ports are known), adds the built-in routes, runs every registered
+  // service, then recovers interrupted jobs. Does not write node.json.
+  // kAlreadyExists if another node holds the data dir; kInvalidArgument for a
+  // bad config; kIo when a listener cannot bind.
+  static Result<std::unique_ptr<Node>> Create(NodeConfig config);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Writes node.json, installs SIGINT/SIGTERM handlers and runs the loop on
+  // the calling thread until a stop is requested; then stops the listeners
+  // gracefully (bounded wait), cancels and joins jobs and workers, and removes
+  // node.json. Call once.
+  Result<void> Run();
+  // Asks Run() to return. Any thread; idempotent.
+  void RequestStop();
+
+  // Register routes before Run(). Handlers on these routers run on the loop
+  // thread (AddOnPool: on pool()).
+  net::Router& admin_router() { return admin_router_; }
+  net::Router& public_router() { return public_router_; }
+  JobRegistry& jobs() { return *jobs_; }
+  ThreadPool& pool() { return *pool_; }
+  boost::asio::io_context& io() { return *ioc_; }
+
+  const NodeConfig& config() const { return config_; }
+  const std::string& data_dir() const { return config_.data_dir; }
+  net::Endpoint http_endpoint() const { return http_->endpoint(); }
+  net::Endpoint admin_endpoint() const { return admin_->endpoint(); }
+  const std::string& admin_token() const { return token_; }
+
+ private:
+  explicit Node(NodeConfig config);
+  Result<void> Init();
+  void AddBuiltinRoutes();
+  void BeginStop();  // loop thread
+  void PollStop();   // loop thread: stops the loop once connections are gone
+  nlohmann::json InfoJson() const;
+
+  NodeConfig config_;
+  std::unique_ptr<boost::asio::io_context> ioc_;  // destroyed last
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<JobRegistry> jobs_;
+  net::Router admin_router_;
+  net::Router public_router_;
+  std::unique_ptr<net::HttpServer> http_;
+  std::unique_ptr<net::HttpServer> admin_;
+  std::string token_;
+  int lock_fd_ = -1;
+  bool stopping_ = false;  // loop thread
+  std::chrono::steady_clock::time_point started_;
+  std::string started_at_;  // RFC 3339, UTC
+  struct Loop;              // signal set + stop timer (Boost types kept out of this header)
+  std::unique_ptr<Loop> loop_;
+};
+
+}  // namespace tenzro::node

@@ -1,0 +1,166 @@
+#include "node/node_config.h"
+
+#include <charconv>
+
+#define TOML_EXCEPTIONS 0
+#include <toml++/toml.h>
+
+#include "core/bytes.h"
+#include "core/file.h"
+#include "net/url.h"
+
+namespace tenzro::node {
+
+namespace {
+
+template <typename T>
+Result<T> ParseUint(std::string_view v, T max) {
+  uint64_t x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || x > max)
+    return Error::InvalidArgument("'{}' is not an integer in 0..{}", v, max);
+  return static_cast<T>(x);
+}
+
+Result<bool> ParseBool(std::string_view v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  return Error::InvalidArgument("'{}' is not true or false", v);
+}
+
+Result<void> SetEndpoint(std::string& field, std::string_view v) {
+  TENZRO_TRY(auto ep, net::ParseEndpoint(v));
+  (void)ep;
+  field = std::string(v);
+  return Ok();
+}
+
+const std::vector<NodeConfigKey> kKeys = {
+    {"data_dir", "Data directory (node.json, admin.token, jobs/)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       if (v.empty()) return Error::InvalidArgument("must not be empty");
+       c.data_dir = std::string(v);
+       return Ok();
+     }},
+    {"http", "Public listener HOST:PORT (port 0 = pick one)",
+     [](NodeConfig& c, std::string_view v) { return SetEndpoint(c.http, v); }},
+    {"admin", "Admin API listener HOST:PORT, loopback only (port 0 = pick one)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(auto ep, net::ParseEndpoint(v));
+       if (!net::IsLoopbackHost(ep.host))
+         return Error::InvalidArgument("'{}' is not a loopback address; the admin API only listens on 127.0.0.1/::1", v);
+       c.admin = std::string(v);
+       return Ok();
+     }},
+    {"threads", "Request worker threads (0 = number of CPUs)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.threads, ParseUint<uint32_t>(v, 1024));
+       return Ok();
+     }},
+    {"job_threads", "Background job threads",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1024));
+       if (n == 0) return Error::InvalidArgument("must be at least 1");
+       c.job_threads = n;
+       return Ok();
+     }},
+    {"log_level", "trace|debug|info|warn|error|critical|off",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       for (const char* l : {"trace", "debug", "info", "warn", "error", "critical", "off"})
+         if (v == l) {
+           c.log_level = std::string(v);
+           return Ok();
+         }
+       return Error::InvalidArgument("'{}' is not one of trace|debug|info|warn|error|critical|off", v);
+     }},
+    {"max_body_bytes", "Largest accepted request body (e.g. 64MiB); larger answers 413",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.max_body_bytes, ParseByteSize(v));
+       return Ok();
+     }},
+    {"read_timeout_ms", "Per-connection read timeout in milliseconds",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t ms, ParseUint<uint32_t>(v, 3'600'000));
+       if (ms == 0) return Error::InvalidArgument("must be positive");
+       c.read_timeout_ms = ms;
+       return Ok();
+     }},
+    {"debug_routes", "Enable test-only routes (POST /v1/debug/jobs)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.debug_routes, ParseBool(v));
+       return Ok();
+     }},
+};
+
+// Renders a TOML scalar as the text a flag would carry.
+Result<std::string> ScalarText(const toml::node& n) {
+  if (auto s = n.as_string()) return std::string(s->get());
+  if (auto i = n.as_integer()) {
+    if (i->get() < 0) return Error::InvalidArgument("must not be negative");
+    return std::to_string(i->get());
+  }
+  if (auto b = n.as_boolean()) return std::string(b->get() ? "true" : "false");
+  return Error::InvalidArgument("must be a string, an integer or a boolean");
+}
+
+Result<void> ApplyTable(const toml::table& t, const std::string& prefix, std::string_view origin, NodeConfig& cfg) {
+  for (const auto& [k, node] : t) {
+    std::string key = prefix + std::string(k.str());
+    auto where = [&] {
+      return fmt::format("{}:{}: key '{}'", origin, node.source().begin.line, key);
+    };
+    if (const toml::table* sub = node.as_table()) {
+      TENZRO_CHECK_OK(ApplyTable(*sub, key + ".", origin, cfg));
+      continue;
+    }
+    auto text = ScalarText(node);
+    if (!text) return text.error().WithContext(where());
+    auto r = ApplyConfigValue(cfg, key, *text);
+    if (!r) return Error(r.error().code(), fmt::format("{}:{}: {}", origin, node.source().begin.line, r.error().message()));
+  }
+  return Ok();
+}
+
+}  // namespace
+
+const std::vector<NodeConfigKey>& NodeConfigKeys() { return kKeys; }
+
+std::string FlagNameForKey(std::string_view key) {
+  std::string out(key);
+  for (char& c : out)
+    if (c == '_' || c == '.') c = '-';
+  return out;
+}
+
+Result<void> ApplyConfigValue(NodeConfig& cfg, std::string_view key, std::string_view value) {
+  for (const NodeConfigKey& k : kKeys) {
+    if (key != k.name) continue;
+    Result<void> r = k.set(cfg, value);
+    if (!r) return Error(r.error().code(), fmt::format("config key '{}': {}", key, r.error().message()));
+    return Ok();
+  }
+  std::string known;
+  for (const NodeConfigKey& k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k.name);
+  return Error::InvalidArgument("unknown config key '{}' (known keys: {})", key, known);
+}
+
+Result<void> LoadConfigText(std::string_view text, std::string_view origin, NodeConfig& cfg) {
+  toml::parse_result parsed = toml::parse(text, origin);
+  if (!parsed) {
+    const toml::parse_error& e = parsed.error();
+    return Error::InvalidArgument("{}:{}:{}: {}", origin, e.source().begin.line, e.source().begin.column,
+                                  e.description());
+  }
+  return ApplyTable(parsed.table(), "", origin, cfg);
+}
+
+Result<void> LoadConfigFile(const std::string& path, NodeConfig& cfg) {
+  auto text = ReadTextFile(path, 1 << 20);
+  if (!text) {
+    if (text.error().code() == ErrorCode::kNotFound) return Error::NotFound("config file {} does not exist", path);
+    return text.error().WithContext("config file " + path);
+  }
+  return LoadConfigText(*text, path, cfg);
+}
+
+}  // namespace tenzro::node

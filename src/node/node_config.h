@@ -1,0 +1,59 @@
+// tenzro node: configuration (`tenzro node run` flags and the TOML file).
+//
+// Every setting is a key in one table (kNodeConfigKeys in node_config.cc):
+// the TOML file uses the key ("http = \"127.0.0.1:0\""; a dotted key such as
+// "dht.port" is written as `[dht]` + `port = 4222`), and `tenzro node run`
+// offers the same key as a flag ("--http", "--dht-port"). Flags override the
+// file. To add a setting: add a field here, one entry in the table, done.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace tenzro::node {
+
+struct NodeConfig {
+  std::string data_dir;                 // required; holds node.json, admin.token, jobs/
+  std::string http = "127.0.0.1:0";     // public listener (blobs, exec to peers)
+  std::string admin = "127.0.0.1:0";    // admin API; must be loopback
+  uint32_t threads = 0;                 // request worker pool; 0 = hardware threads (min 2)
+  uint32_t job_threads = 2;             // background jobs (prepare, ...)
+  std::string log_level = "info";       // trace|debug|info|warn|error|critical|off
+  uint64_t max_body_bytes = 64ull << 20;
+  uint32_t read_timeout_ms = 30000;
+  bool debug_routes = false;            // POST /v1/debug/jobs (tests only)
+};
+
+// One configurable key.
+struct NodeConfigKey {
+  const char* name;  // TOML key, dotted for tables ("dht.port")
+  const char* help;
+  // Parses `value` (the TOML value rendered as text, or the flag's argument)
+  // into `cfg`; the error message describes the expected form.
+  Result<void> (*set)(NodeConfig& cfg, std::string_view value);
+};
+
+// The table of keys, in documentation order.
+const std::vector<NodeConfigKey>& NodeConfigKeys();
+
+// "dht.port" -> "dht-port"; "max_body_bytes" -> "max-body-bytes".
+std::string FlagNameForKey(std::string_view key);
+
+// Applies one key (from a flag or a file). kInvalidArgument naming the key
+// for an unknown key or a bad value.
+Result<void> ApplyConfigValue(NodeConfig& cfg, std::string_view key, std::string_view value);
+
+// Reads a TOML file into `cfg` (keys absent from the file keep their value).
+// kNotFound when missing; kInvalidArgument naming the file, line and key for a
+// syntax error, an unknown key or a bad value.
+Result<void> LoadConfigFile(const std::string& path, NodeConfig& cfg);
+// Same, from text (`origin` names it in errors).
+Result<void> LoadConfigText(std::string_view text, std::string_view origin, NodeConfig& cfg);
+
+}  // namespace tenzro::node

@@ -1,0 +1,68 @@
+#include "node/node_config.h"
+
+#include <gtest/gtest.h>
+
+namespace tenzro::node {
+namespace {
+
+TEST(NodeConfigTest, FileSetsEveryKindOfValue) {
+  NodeConfig c;
+  ASSERT_TRUE(LoadConfigText(R"(
+data_dir = "/tmp/x"
+http = "0.0.0.0:7070"
+admin = "127.0.0.1:7071"
+threads = 4
+max_body_bytes = "1MiB"
+debug_routes = true
+log_level = "debug"
+)", "node.toml", c));
+  EXPECT_EQ(c.data_dir, "/tmp/x");
+  EXPECT_EQ(c.http, "0.0.0.0:7070");
+  EXPECT_EQ(c.admin, "127.0.0.1:7071");
+  EXPECT_EQ(c.threads, 4u);
+  EXPECT_EQ(c.max_body_bytes, 1u << 20);
+  EXPECT_TRUE(c.debug_routes);
+  EXPECT_EQ(c.log_level, "debug");
+}
+
+TEST(NodeConfigTest, ErrorsNameTheKeyAndLine) {
+  NodeConfig c;
+  auto unknown = LoadConfigText("threads = 2\nthreadz = 3\n", "node.toml", c);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(unknown.error().message().find("'threadz'"), std::string::npos) << unknown.error().message();
+  EXPECT_NE(unknown.error().message().find("node.toml:2"), std::string::npos) << unknown.error().message();
+
+  auto nested = LoadConfigText("[dht]\nport = 4222\n", "node.toml", c);
+  ASSERT_FALSE(nested);
+  EXPECT_NE(nested.error().message().find("'dht.port'"), std::string::npos);
+
+  auto bad_value = LoadConfigText("threads = \"many\"\n", "node.toml", c);
+  ASSERT_FALSE(bad_value);
+  EXPECT_NE(bad_value.error().message().find("'threads'"), std::string::npos);
+
+  auto admin = LoadConfigText("admin = \"0.0.0.0:9\"\n", "node.toml", c);
+  ASSERT_FALSE(admin);
+  EXPECT_NE(admin.error().message().find("loopback"), std::string::npos);
+
+  auto syntax = LoadConfigText("http = \n", "node.toml", c);
+  ASSERT_FALSE(syntax);
+  EXPECT_NE(syntax.error().message().find("node.toml:1"), std::string::npos) << syntax.error().message();
+
+  auto missing = LoadConfigFile("/nonexistent/node.toml", c);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+}
+
+TEST(NodeConfigTest, FlagsAndKeysMirror) {
+  EXPECT_EQ(FlagNameForKey("max_body_bytes"), "max-body-bytes");
+  EXPECT_EQ(FlagNameForKey("dht.port"), "dht-port");
+  NodeConfig c;
+  ASSERT_TRUE(ApplyConfigValue(c, "http", "http://127.0.0.1:9000"));
+  EXPECT_FALSE(ApplyConfigValue(c, "http", "nonsense"));
+  EXPECT_FALSE(ApplyConfigValue(c, "job_threads", "0"));
+  for (const NodeConfigKey& k : NodeConfigKeys()) EXPECT_NE(std::string(k.help), "") << k.name;
+}
+
+}  // namespace
+}  // namespace tenzro::node
