@@ -1,12 +1,15 @@
 #include "quant/types.h"
 
 #include <cctype>
+#include <iterator>
+
+#include "quant/kernels.h"
 
 namespace tenzro::quant {
 namespace {
 
-// The table. Kernels are filled in by the codec files (see README.md);
-// entries with null kernels are sizes-only.
+// The table. Kernels are installed on first use (TableBegin()) with the best
+// variant this CPU runs (kernels.h); entries with null kernels are sizes-only.
 TypeTraits kTraits[] = {
     {GgmlType::F32, "f32", 1, 4, false, nullptr, nullptr},
     {GgmlType::F16, "f16", 1, 2, false, nullptr, nullptr},
@@ -42,6 +45,19 @@ TypeTraits kTraits[] = {
     {GgmlType::MXFP4, "mxfp4", 32, 17, true, nullptr, nullptr},
 };
 
+const TypeTraits* TableBegin() {
+  static const bool installed = [] {
+    for (auto& t : kTraits) {
+      const Codec c = GetCodec(t.type, BestIsa());
+      t.to_float = c.to_float;
+      t.from_float = c.from_float;
+    }
+    return true;
+  }();
+  (void)installed;
+  return kTraits;
+}
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -54,14 +70,16 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 const TypeTraits* FindTraits(GgmlType type) { return FindTraits(static_cast<uint32_t>(type)); }
 
 const TypeTraits* FindTraits(uint32_t ggml_id) {
-  for (const auto& t : kTraits)
-    if (static_cast<uint32_t>(t.type) == ggml_id) return &t;
+  const TypeTraits* table = TableBegin();
+  for (size_t i = 0; i < std::size(kTraits); ++i)
+    if (static_cast<uint32_t>(table[i].type) == ggml_id) return &table[i];
   return nullptr;
 }
 
 const TypeTraits* FindTraitsByName(std::string_view name) {
-  for (const auto& t : kTraits)
-    if (EqualsIgnoreCase(t.name, name)) return &t;
+  const TypeTraits* table = TableBegin();
+  for (size_t i = 0; i < std::size(kTraits); ++i)
+    if (EqualsIgnoreCase(table[i].name, name)) return &table[i];
   return nullptr;
 }
 

@@ -52,8 +52,19 @@ Result<uint64_t> RowBytes(GgmlType type, int64_t n_per_row);
 
 // Quantizes / dequantizes `n_rows` rows of `n_per_row` values with the
 // table's kernels (run-time-chosen SIMD variant; byte-identical to ggml's
-// reference). kUnsupported when the type has no kernel in that direction.
+// reference). Rows are contiguous: row r of dst starts at r * RowBytes(type,
+// n_per_row). kInvalidArgument (naming type and length) when the block size
+// does not divide n_per_row; kUnsupported when the type has no kernel in that
+// direction. REQUIRES: src/dst hold n_rows whole rows. Thread-safe.
 Result<void> QuantizeRows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row);
 Result<void> DequantizeRows(GgmlType type, const void* src, float* dst, int64_t n_rows, int64_t n_per_row);
+
+// The same, rows split into contiguous chunks over up to `n_threads`
+// std::threads (<= 0: core/cpu.h HardwareThreads()); small inputs use fewer
+// threads. Output is identical to the single-threaded call. Blocks until done.
+Result<void> QuantizeRowsParallel(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
+                                  int n_threads = 0);
+Result<void> DequantizeRowsParallel(GgmlType type, const void* src, float* dst, int64_t n_rows, int64_t n_per_row,
+                                    int n_threads = 0);
 
 }  // namespace tenzro::quant
