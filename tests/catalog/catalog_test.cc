@@ -12,6 +12,7 @@
 #include "core/file.h"
 #include "format/checkpoint.h"
 #include "format/gguf_writer.h"
+#include "format/safetensors_reader.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::catalog {
@@ -205,6 +206,60 @@ TEST(CheckpointShape, DeepSeekStyleMetadata) {
   EXPECT_EQ(s.checkpoint->expert_tensor_bytes, 2u * 3 * embd * ff * n_exp * 4);
 }
 
+// A Hugging Face layout (Qwen3-Next-style per-expert tensors) with its
+// config.json: keys, layer_types and the tensors give the shape.
+TEST(CheckpointShape, SafetensorsWithConfigJson) {
+  const int64_t embd = 32, ff = 16, n_exp = 4;
+  static std::vector<float> w(embd * ff, 0.1f), router(n_exp * embd, 0.1f), one(embd, 0.1f);
+  auto span = [](const std::vector<float>& v) {
+    return ByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4);
+  };
+  using format::StDtype;
+  format::SafetensorsWriter st;
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    for (int e = 0; e < n_exp; ++e) {
+      const std::string ep = fmt::format("{}mlp.experts.{}.", p, e);
+      ASSERT_TRUE(st.AddTensor(ep + "gate_proj.weight", StDtype::kF32, {ff, embd}, span(w)));
+      ASSERT_TRUE(st.AddTensor(ep + "up_proj.weight", StDtype::kF32, {ff, embd}, span(w)));
+      ASSERT_TRUE(st.AddTensor(ep + "down_proj.weight", StDtype::kF32, {embd, ff}, span(w)));
+    }
+    ASSERT_TRUE(st.AddTensor(p + "mlp.gate.weight", StDtype::kF32, {n_exp, embd}, span(router)));
+    ASSERT_TRUE(st.AddTensor(p + "mlp.shared_expert.gate_proj.weight", StDtype::kF32, {ff, embd}, span(w)));
+    ASSERT_TRUE(st.AddTensor(p + "mlp.shared_expert.up_proj.weight", StDtype::kF32, {ff, embd}, span(w)));
+    ASSERT_TRUE(st.AddTensor(p + "mlp.shared_expert.down_proj.weight", StDtype::kF32, {embd, ff}, span(w)));
+    ASSERT_TRUE(st.AddTensor(p + "mlp.shared_expert_gate.weight", StDtype::kF32, {1, embd}, span(one)));
+    ASSERT_TRUE(st.AddTensor(p + (l == 0 ? "linear_attn.out_proj.weight" : "self_attn.o_proj.weight"),
+                             StDtype::kF32, {embd, 1}, span(one)));
+  }
+  TempDir dir;
+  ASSERT_TRUE(st.Write(dir.Join("model.safetensors")));
+  ASSERT_TRUE(WriteFileAtomic(dir.Join("config.json"), std::string_view(R"({
+    "model_type": "qwen3_next", "num_hidden_layers": 2, "hidden_size": 32, "num_experts": 4,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
+    "norm_topk_prob": true, "layer_types": ["linear_attention", "full_attention"]})")));
+  auto ins = InspectCheckpointFile(dir.Join("model.safetensors"), "hf-tiny");
+  ASSERT_TRUE(ins) << ins.error().ToString();
+  ASSERT_TRUE(ins->moe);
+  const ModelShape& s = ins->shape;
+  EXPECT_EQ(s.architecture, "qwen3next");
+  EXPECT_EQ(s.n_layer, 2);
+  EXPECT_EQ(s.n_expert, 4);
+  EXPECT_EQ(s.n_expert_used, 2);
+  EXPECT_EQ(s.n_embd, embd);
+  EXPECT_EQ(s.n_ff_exp, ff);
+  EXPECT_EQ(s.n_shared_expert, 1);
+  EXPECT_EQ(s.n_ff_shexp, ff);
+  EXPECT_TRUE(s.shared_expert_gated);
+  EXPECT_EQ(s.layers[0].attention, AttentionKind::kLinear);
+  EXPECT_EQ(s.layers[1].attention, AttentionKind::kFull);
+  EXPECT_EQ(s.routing.kind, RoutingKind::kSoftmaxTopkRenorm);
+  EXPECT_EQ(*s.layers[0].down_type, GgmlType::F32);
+  EXPECT_EQ(s.layers[0].stored_expert_bytes, 3u * embd * ff * 4);
+  EXPECT_EQ(s.checkpoint->format, "safetensors");
+  EXPECT_EQ(s.checkpoint->expert_tensor_bytes, 2u * n_exp * 3 * embd * ff * 4);
+}
+
 TEST(Catalog, AddLoadLookupAndResolve) {
   TempDir dir;
   const std::string data = dir.Join("data");
@@ -338,7 +393,9 @@ TEST(CatalogCli, BuiltinShapeWithBudget) {
   EXPECT_EQ(j["source"], "builtin");
   EXPECT_EQ(j["budget_bytes"], 268435456);
   for (const auto& f : j["expert_bytes"]) {
-    if (f["format"] == "q4_k") EXPECT_EQ(f["fit_any_layer"], 50);
+    if (f["format"] == "q4_k") {
+      EXPECT_EQ(f["fit_any_layer"], 50);
+    }
     if (f["format"] == "q4_k_m") {
       EXPECT_EQ(f["bytes_min"], 5308416);
       EXPECT_EQ(f["bytes_max"], 6119424);
