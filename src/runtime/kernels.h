@@ -28,6 +28,7 @@ struct KernelArgs {
   const float* x = nullptr;            // n_tok x w->row_len (float weight types)
   const QuantizedActs* q = nullptr;    // quantized weight types
   int n_tok = 0;
+  uint64_t row_bytes = 0;              // w->row_bytes(), computed once
   float* y = nullptr;                  // n_tok x ldy
   int64_t ldy = 0;
 };

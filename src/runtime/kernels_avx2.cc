@@ -23,6 +23,9 @@ namespace {
 using quant::GgmlType;
 using quant::QK_K;
 
+// Hardware f16 -> f32 (exact, same value as quant::Fp16ToFp32).
+inline float F16(uint16_t h) { return _cvtsh_ss(h); }
+
 inline float HSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -61,23 +64,32 @@ template <int R, int T, int kElemBytes, __m256 (*Load)(const uint8_t*), float (*
 void FloatTile(const KernelArgs& a, int64_t r, int t0) {
   const int64_t n = a.w->row_len;
   const int64_t nv = n & ~int64_t{7};
-  const uint64_t rb = a.w->row_bytes();
+  const uint64_t rb = a.row_bytes;
   const uint8_t* rows[R];
+#pragma GCC unroll 8
   for (int i = 0; i < R; ++i) rows[i] = a.w->data.data() + (r + i) * rb;
   const float* xs[T];
+#pragma GCC unroll 8
   for (int j = 0; j < T; ++j) xs[j] = a.x + (t0 + j) * n;
   __m256 acc[R][T];
+#pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
   for (int64_t k = 0; k < nv; k += 8) {
     __m256 xv[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) xv[j] = _mm256_loadu_ps(xs[j] + k);
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
       const __m256 wv = Load(rows[i] + k * kElemBytes);
+      #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
     }
   }
+#pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       float tail = 0.0f;
       for (int64_t k = nv; k < n; ++k) tail += Scalar(rows[i] + k * kElemBytes) * xs[j][k];
@@ -118,6 +130,24 @@ void QuantRows(const KernelArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// Per-token activation pointers of a tile, hoisted out of the block loops
+// (the compiler cannot prove the scale scratch stores do not alias them).
+template <int T>
+struct TokenPtrs {
+  const int8_t* q[T];
+  const float* d[T];
+  const float* dxs[T];
+  const int16_t* s16[T];
+  TokenPtrs(const QuantizedActs& a, int t0) {
+    for (int j = 0; j < T; ++j) {
+      q[j] = a.q(t0 + j);
+      d[j] = a.scale(t0 + j);
+      dxs[j] = a.scaled_sums(t0 + j);
+      s16[j] = a.sums16(t0 + j);
+    }
+  }
+};
+
 // Unpacks the 6-bit scales and mins of a Q4_K / Q5_K block into sc[0..7],
 // m[0..7] (ggml's get_scale_min_k4 for all eight sub-blocks at once).
 inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
@@ -134,47 +164,53 @@ inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
 
 // Shared tail of Q4_K / Q5_K: w[8] hold the unsigned sub-block values.
 template <int T>
-inline void KQuantMinTile(const __m256i* w, __m256 scv, __m256 mv, const QuantizedActs& q, int t0, int64_t i,
+inline void KQuantMinTile(const __m256i* w, __m256 scv, __m256 mv, const TokenPtrs<T>& tp, int64_t i,
                           __m256* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
   for (int j = 0; j < T; ++j) {
-    const int8_t* x = q.q(t0 + j) + i * QK_K;
+    const int8_t* x = tp.q[j] + i * QK_K;
     __m256i p[8];
+#pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) {
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
       p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), ones);
     }
     const __m256 sum = _mm256_cvtepi32_ps(Reduce8(p));
-    const __m256 f = _mm256_mul_ps(scv, _mm256_loadu_ps(q.scale(t0 + j) + 8 * i));
+    const __m256 f = _mm256_mul_ps(scv, _mm256_loadu_ps(tp.d[j] + 8 * i));
     acc[j] = _mm256_fmadd_ps(sum, f, acc[j]);
-    acc[j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(q.scaled_sums(t0 + j) + 8 * i), acc[j]);
+    acc[j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(tp.dxs[j] + 8 * i), acc[j]);
   }
 }
 
 template <int T>
 struct Q4_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q4_K*>(a.w->row(r));
+    const auto* b = reinterpret_cast<const quant::block_q4_K*>(a.w->data.data() + r * a.row_bytes);
     const int64_t nb = a.w->row_len / QK_K;
+    const TokenPtrs<T> tp(*a.q, t0);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       alignas(16) uint8_t sm[16];
       UnpackScalesK4(b[i].scales, sm);
       const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(quant::Fp16ToFp32(b[i].d)),
+      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
                                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
-      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(quant::Fp16ToFp32(b[i].dmin)),
+      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
       __m256i w[8];
+      #pragma GCC unroll 8
       for (int s = 0; s < 4; ++s) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
         w[2 * s] = _mm256_and_si256(v, m4);
         w[2 * s + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
       }
-      KQuantMinTile<T>(w, scv, mv, *a.q, t0, i, acc);
+      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
     }
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
@@ -182,22 +218,25 @@ struct Q4_KTile {
 template <int T>
 struct Q5_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q5_K*>(a.w->row(r));
+    const auto* b = reinterpret_cast<const quant::block_q5_K*>(a.w->data.data() + r * a.row_bytes);
     const int64_t nb = a.w->row_len / QK_K;
+    const TokenPtrs<T> tp(*a.q, t0);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       alignas(16) uint8_t sm[16];
       UnpackScalesK4(b[i].scales, sm);
       const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(quant::Fp16ToFp32(b[i].d)),
+      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
                                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
-      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(quant::Fp16ToFp32(b[i].dmin)),
+      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
       const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh));
       __m256i w[8];
+      #pragma GCC unroll 8
       for (int s = 0; s < 4; ++s) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
         const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s), one);
@@ -205,8 +244,9 @@ struct Q5_KTile {
         w[2 * s] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
         w[2 * s + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
       }
-      KQuantMinTile<T>(w, scv, mv, *a.q, t0, i, acc);
+      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
     }
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
@@ -225,17 +265,20 @@ alignas(32) const uint8_t kQ6ScaleShuffle[8][32] = {
 template <int T>
 struct Q6_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q6_K*>(a.w->row(r));
+    const auto* b = reinterpret_cast<const quant::block_q6_K*>(a.w->data.data() + r * a.row_bytes);
     const int64_t nb = a.w->row_len / QK_K;
+    const TokenPtrs<T> tp(*a.q, t0);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m2 = _mm256_set1_epi8(0x03);
     __m256 acc[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].scales));
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
       const __m256i scb = _mm256_broadcastsi128_si256(sc8);
       __m256i scp[8];
+      #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s)
         scp[s] = _mm256_srai_epi16(
             _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
@@ -252,23 +295,25 @@ struct Q6_KTile {
         w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
       }
-      const __m256 d = _mm256_set1_ps(quant::Fp16ToFp32(b[i].d));
+      const __m256 d = _mm256_set1_ps(F16(b[i].d));
+      #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const QuantizedActs& q = *a.q;
-        const int8_t* x = q.q(t0 + j) + i * QK_K;
+        const int8_t* x = tp.q[j] + i * QK_K;
         __m256i p[8];
+        #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
           const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
           p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), scp[s]);
         }
         // sum sc * (q - 32) * x = sum sc * q * x - 32 * sum sc * (sum of x per 16).
         const __m256i off = _mm256_madd_epi16(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.sums16(t0 + j) + 16 * i)), sc16);
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.s16[j] + 16 * i)), sc16);
         const __m256i isum = _mm256_sub_epi32(Reduce8(p), _mm256_slli_epi32(off, 5));
-        const __m256 f = _mm256_mul_ps(d, _mm256_loadu_ps(q.scale(t0 + j) + 8 * i));
+        const __m256 f = _mm256_mul_ps(d, _mm256_loadu_ps(tp.d[j] + 8 * i));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), f, acc[j]);
       }
     }
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
@@ -278,25 +323,29 @@ struct Q6_KTile {
 template <int T>
 struct Q8_0Tile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q8_0*>(a.w->row(r));
+    const auto* b = reinterpret_cast<const quant::block_q8_0*>(a.w->data.data() + r * a.row_bytes);
     const int64_t nb = a.w->row_len / 32;
+    const TokenPtrs<T> tp(*a.q, t0);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t g = 0; g < nb; g += 8) {
       const int cnt = nb - g < 8 ? static_cast<int>(nb - g) : 8;
       alignas(32) float wd[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       __m256i wabs[8], wq[8];
+      #pragma GCC unroll 8
       for (int s = 0; s < cnt; ++s) {
-        wd[s] = quant::Fp16ToFp32(b[g + s].d);
+        wd[s] = F16(b[g + s].d);
         wq[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[g + s].qs));
         wabs[s] = _mm256_sign_epi8(wq[s], wq[s]);
       }
       const __m256 wdv = _mm256_load_ps(wd);
+      #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const QuantizedActs& q = *a.q;
-        const int8_t* x = q.q(t0 + j) + g * 32;
+        const int8_t* x = tp.q[j] + g * 32;
         __m256i p[8];
+        #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
           if (s < cnt) {
             const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
@@ -305,18 +354,20 @@ struct Q8_0Tile {
             p[s] = _mm256_setzero_si256();
           }
         }
-        const float* dx = q.scale(t0 + j) + g;
+        const float* dx = tp.d[j] + g;
         __m256 dxv;
         if (cnt == 8) {
           dxv = _mm256_loadu_ps(dx);
         } else {
           alignas(32) float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          #pragma GCC unroll 8
           for (int s = 0; s < cnt; ++s) tmp[s] = dx[s];
           dxv = _mm256_load_ps(tmp);
         }
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(p)), _mm256_mul_ps(wdv, dxv), acc[j]);
       }
     }
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };

@@ -27,7 +27,7 @@ template <typename LoadFn>
 void FloatRows(const KernelArgs& a, int64_t r0, int64_t r1, LoadFn load) {
   const int64_t n = a.w->row_len;
   for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = a.w->row(r);
+    const uint8_t* row = a.w->data.data() + r * a.row_bytes;
     for (int t = 0; t < a.n_tok; ++t) {
       const float* x = a.x + t * n;
       double acc = 0;
@@ -53,7 +53,7 @@ void Bf16Rows(const KernelArgs& a, int64_t r0, int64_t r1) {
 template <typename DotFn>
 void QuantRows(const KernelArgs& a, int64_t r0, int64_t r1, DotFn dot) {
   for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = a.w->row(r);
+    const uint8_t* row = a.w->data.data() + r * a.row_bytes;
     for (int t = 0; t < a.n_tok; ++t)
       a.y[t * a.ldy + r] = static_cast<float>(dot(row, a.w->row_len, *a.q, t));
   }

@@ -83,6 +83,7 @@ void RunMatMuls(KernelIsa isa, const MatMulJob* jobs, int n_jobs, int n_tok, Thr
     a.x = job.x;
     a.q = job.q;
     a.n_tok = n_tok;
+    a.row_bytes = job.w->row_bytes();
     a.y = job.y;
     a.ldy = job.w->rows;
     kernels[ch.job](a, ch.r0, ch.r1);
