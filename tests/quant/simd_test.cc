@@ -54,7 +54,7 @@ std::vector<float> MakeRows(int kind, int64_t n, uint32_t seed) {
 }
 
 TEST(Simd, QuantizeMatchesScalarOnManyInputs) {
-  constexpr int64_t kRows = 4, kN = 512;
+  constexpr int64_t kRows = 3, kN = 768;  // 3 super-blocks: the paired and the single path
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     if (!IsaSupported(isa)) continue;
     for (int kind = 0; kind <= 8; ++kind) {
