@@ -7,6 +7,7 @@
 // the same thread count, measured in the same run (AVX2 sum over a 1 GiB
 // buffer, BM_ReadBandwidth). Batch 1 is bandwidth-bound (aim: bw_ratio >=
 // 0.7); batch 64 is compute-bound (watch GFLOP/s and thread scaling).
+// Times are wall-clock (UseRealTime): run it on an otherwise idle machine.
 //
 // ggml CPU backend, same machine, one expert of this shape (docs/compute.md):
 //   Q4_K gate/up/down: 1 tok 0.43 ms (2 thr 0.27), 8 tok 3.2 ms, 64 tok 37.7 ms (2 thr 18.3)
@@ -87,7 +88,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
   for (auto _ : state) bw = MeasureReadBandwidth(threads);
   state.counters["GB/s"] = bw / 1e9;
 }
-BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 struct Format { const char* name; GgmlType gu, down; };
 const Format kFormats[] = {{"q4_k_m", GgmlType::Q4_K, GgmlType::Q6_K},
@@ -135,6 +136,7 @@ BENCHMARK(BM_ExpertFfn)
     ->ArgNames({"fmt", "tok", "thr"})
     ->ArgsProduct({{0, 1, 2, 3}, {1, 8, 64}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
     ->MinTime(0.3);
 
 }  // namespace
