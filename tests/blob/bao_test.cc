@@ -226,7 +226,10 @@ TEST(VerifiedStream, EverySingleByteFlipOfASmallStreamIsDetected) {
     Bytes data = RandomBytes(size, 9);
     Bytes ob;
     Blake3Hash root = ComputeOutboard(data, &ob);
-    ChunkRanges ranges = ChunkRanges::Range(0, 1).Union(ChunkRanges::Range(20, 37));
+    // The last chunk is included: without it the size header is never proven
+    // (see SizeIsOnlyProvenByTheLastChunk), exactly as in bao.
+    ChunkRanges ranges =
+        ChunkRanges::Range(0, 1).Union(ChunkRanges::Range(20, 37)).Union(ChunkRanges::LastChunk());
     Bytes stream = *EncodeStream(data, ob, root, ranges);
     ASSERT_LT(stream.size(), 40000u);
     for (size_t i = 0; i < stream.size(); ++i) {
@@ -235,6 +238,20 @@ TEST(VerifiedStream, EverySingleByteFlipOfASmallStreamIsDetected) {
       ExpectCorrupt(root, ranges, bad, "size " + std::to_string(size) + " flip at " + std::to_string(i));
     }
   }
+}
+
+TEST(VerifiedStream, SizeIsOnlyProvenByTheLastChunk) {
+  Bytes data = RandomBytes(40000, 9);
+  Bytes ob;
+  Blake3Hash root = ComputeOutboard(data, &ob);
+  ChunkRanges ranges = ChunkRanges::Range(0, 1).Union(ChunkRanges::Range(20, 37));
+  Bytes stream = *EncodeStream(data, ob, root, ranges);
+  stream[0] ^= 1;  // claims 40001 bytes: same tree shape for the requested chunks
+  StreamDecoder dec(root, ranges, nullptr);
+  ASSERT_TRUE(dec.Feed(stream));
+  ASSERT_TRUE(dec.Finish());
+  EXPECT_EQ(dec.claimed_size(), 40001u);
+  EXPECT_FALSE(dec.verified_size().has_value());
 }
 
 TEST(VerifiedStream, RandomFlipsOfALargeStreamAndTruncationAreDetected) {
