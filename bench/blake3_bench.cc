@@ -79,8 +79,6 @@ void MeasureReferences() {
 void Report(benchmark::State& state, double bytes_per_iter) {
   MeasureReferences();
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes_per_iter));
-  double secs_per_iter = 0;
-  (void)secs_per_iter;
   state.counters["memcpy_GBps"] = g_memcpy_gbps;
   state.counters["b3sum_1t_GBps"] = g_b3sum_gbps;
 }
