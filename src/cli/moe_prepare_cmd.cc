@@ -1,0 +1,140 @@
+// tenzro moe prepare-experts / prepare-status (docs/cli.md).
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/node_client.h"
+#include "cli/progress.h"
+#include "core/file.h"
+
+namespace tenzro::cli {
+namespace {
+
+using nlohmann::json;
+
+struct PrepareArgs {
+  std::string model_id, experts = "all", quant, quant_json, checkpoint;
+  int layer = 0;
+  bool gate = false, wait = false, json_out = false;
+};
+
+struct StatusArgs {
+  std::string job_id;
+  bool wait = false, json_out = false;
+};
+
+std::string Field(const json& j, const char* key) {
+  if (!j.contains(key)) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+void PrintJobHuman(const json& job) {
+  fmt::print("job {}  {}  state: {}", Field(job, "id"), Field(job, "kind"), Field(job, "state"));
+  if (job.contains("progress"))
+    fmt::print("  progress: {}/{}", Field(job["progress"], "done"), Field(job["progress"], "total"));
+  fmt::print("\n");
+  if (job.contains("error") && !job["error"].is_null())
+    fmt::print("error: {}: {}\n", Field(job["error"], "code"), Field(job["error"], "message"));
+  const json& r = job.value("result", json());
+  if (!r.is_object()) return;
+  fmt::print("model {}  layer {}/{}  checkpoint {}\n", Field(r, "model_id"), Field(r, "layer"), Field(r, "n_layer"),
+             Field(r, "checkpoint"));
+  for (const json& e : r.value("experts", json::array())) {
+    fmt::print("  expert {:>4}  {}  {} bytes\n", Field(e, "expert"), Field(e, "uri"), Field(e, "bytes"));
+    for (const char* p : {"gate", "up", "down"}) {
+      const json& pj = e["projections"][p];
+      const json& s = pj["source"];
+      fmt::print("      {:<4} {:<5} {:>9} B  <- {} [{}+{}] {}{}\n", p, Field(pj, "format"), Field(pj, "bytes"),
+                 Field(s, "tensor"), Field(s, "offset"), Field(s, "bytes"), Field(s, "format"),
+                 s.value("byte_range_copy", false) ? " (byte-range copy)" : " (requantized)");
+    }
+  }
+  if (r.contains("gate")) fmt::print("  gate         {}  {} bytes\n", Field(r["gate"], "uri"), Field(r["gate"], "bytes"));
+}
+
+Result<json> WaitWithBar(NodeClient& node, const std::string& id) {
+  ProgressBar bar("preparing");
+  return node.WaitJob(id, std::chrono::hours(24), [&](const json& job) {
+    if (job.contains("progress"))
+      bar.Update(job["progress"].value("done", 0ull), job["progress"].value("total", 0ull),
+                 job["progress"].value("message", std::string()));
+  });
+}
+
+Result<void> RunPrepare(Globals& g, const PrepareArgs& a) {
+  json body = {{"model_id", a.model_id}, {"layer", a.layer}, {"experts", a.experts}, {"gate", a.gate}};
+  if (!a.quant.empty()) body["quant"] = a.quant;
+  if (!a.quant_json.empty()) {
+    std::string text = a.quant_json;
+    if (text.find('{') == std::string::npos) {
+      auto file = ReadTextFile(a.quant_json, 1 << 20);
+      if (!file) return file.error().WithContext("--quant-json");
+      text = *file;
+    }
+    body["quant_json"] = text;
+  }
+  if (!a.checkpoint.empty()) body["checkpoint"] = a.checkpoint;
+  TENZRO_TRY(NodeClient node, ConnectToNode(g));
+  TENZRO_TRY(json started, node.Post("/v1/moe/prepare", body));
+  if (!a.wait) {
+    fmt::print("{}\n", started.dump(2));
+    return Ok();
+  }
+  std::string id = started.value("job_id", "");
+  fmt::print(stderr, "job {} started\n", id);
+  TENZRO_TRY(json job, WaitWithBar(node, id));
+  if (a.json_out) fmt::print("{}\n", job.dump(2));
+  else PrintJobHuman(job);
+  return Ok();
+}
+
+Result<void> RunStatus(Globals& g, const StatusArgs& a) {
+  TENZRO_TRY(NodeClient node, ConnectToNode(g));
+  json job;
+  if (a.wait) {
+    TENZRO_TRY(job, WaitWithBar(node, a.job_id));
+  } else {
+    TENZRO_TRY(job, node.Get("/v1/jobs/" + a.job_id));
+  }
+  if (a.json_out) fmt::print("{}\n", job.dump(2));
+  else PrintJobHuman(job);
+  if (job.value("state", "") == "failed" && job.contains("error")) {
+    const json& e = job["error"];
+    return Error(ErrorCode::kInternal, e.value("message", std::string("job failed")));
+  }
+  return Ok();
+}
+
+void RegisterPrepare(CLI::App& root, Globals& g) {
+  CLI::App* moe = Group(root, "moe");
+  auto pa = std::make_shared<PrepareArgs>();
+  CLI::App* p = moe->add_subcommand("prepare-experts",
+                                    "Slice a layer's experts out of the catalog checkpoint, quantize, publish as blobs");
+  p->add_option("--model-id,--model", pa->model_id, "Model id (catalog entry)")->required();
+  p->add_option("--layer", pa->layer, "Layer index")->required()->check(CLI::NonNegativeNumber);
+  p->add_option("--experts", pa->experts, "Experts: 1,2,5 or 0-7 or all (default all)");
+  p->add_option("--quant", pa->quant, "Preset for all projections: q4_k_m, q8_0, q4_k, q5_k, q6_k, f16, bf16, f32");
+  p->add_option("--quant-json", pa->quant_json,
+                "Per-projection formats: a file (or inline JSON) {\"gate\":\"q4_k\",\"up\":\"q4_k\",\"down\":\"q6_k\"}");
+  p->add_option("--checkpoint", pa->checkpoint, "Checkpoint path (default: the catalog entry)");
+  p->add_flag("--gate", pa->gate, "Also publish the layer's router and shared expert as a gate blob");
+  p->add_flag("--wait", pa->wait, "Wait for the job, showing progress");
+  p->add_flag("--json", pa->json_out, "With --wait: print the finished job as JSON");
+  p->footer("Example: tenzro moe prepare-experts --model-id qwen3.5-397b-a17b --layer 0 --experts 1,2,5 --quant q4_k_m");
+  SetAction(p, g, [&g, pa] { return RunPrepare(g, *pa); });
+
+  auto sa = std::make_shared<StatusArgs>();
+  CLI::App* s = moe->add_subcommand("prepare-status", "Show a preparation job: state, progress, published blobs");
+  s->add_option("--job-id", sa->job_id, "Job id printed by prepare-experts")->required();
+  s->add_flag("--wait", sa->wait, "Wait until the job finishes, showing progress");
+  s->add_flag("--json", sa->json_out, "Print the job as JSON");
+  s->footer("Example: tenzro moe prepare-status --job-id 3f2a9c0d41e7b655 --wait");
+  SetAction(s, g, [&g, sa] { return RunStatus(g, *sa); });
+}
+
+}  // namespace
+
+TENZRO_CLI_REGISTER(RegisterPrepare);
+
+}  // namespace tenzro::cli

@@ -1,0 +1,50 @@
+// tenzro node: blob transfer over HTTP in iroh-blobs framing
+// (docs/formats/bao-stream.md, docs/formats/blob-store.md).
+//
+//   GET /blobs/<64 hex>[?ranges=<chunk ranges>]
+//     200 application/octet-stream: u64 LE size || bao-tree pre-order stream
+//     (the same bytes iroh-blobs sends on /iroh-bytes/4 for a Get of those
+//     ranges). ranges uses ChunkRanges' text form: "all" (default), "last"
+//     (the size proof), "0..4,10..". 404 when the blob is absent, 400 for a
+//     malformed hash or range.
+//
+// The server streams from the stored data and outboard (never holding the
+// blob in memory) and checks what it sends against the root. The fetcher
+// verifies every parent pair and leaf as it arrives (blob/decoder.h); on a
+// mismatch it aborts, deletes the partial file and names the peer.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "blob/blob_store.h"
+#include "blob/chunk_ranges.h"
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "net/router.h"
+#include "net/url.h"
+
+namespace tenzro::node {
+
+// Registers GET /blobs/ on `router`, serving `store` (shared with others).
+void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store);
+
+struct FetchOptions {
+  uint64_t max_size = 16ull << 30;   // refuse blobs claiming more
+  int idle_timeout_ms = 30000;       // per read
+};
+
+// Fetches the whole blob `hash` from `peer` into `store` (verified, atomic).
+// Already-present blobs return at once. kCorruption naming the peer when the
+// stream does not verify (nothing is left behind); kUnavailable when the peer
+// cannot be reached; kNotFound when the peer does not have it.
+Result<blob::BlobInfo> FetchBlobHttp(blob::BlobStore& store, const blob::Blake3Hash& hash,
+                                     const net::Endpoint& peer, const FetchOptions& options = {});
+
+// Fetches `ranges` of blob `hash` from `peer`, verified, into `sink`
+// (offsets ascend). Returns the verified blob size when the stream proved it.
+Result<std::optional<uint64_t>> FetchRangesHttp(const blob::Blake3Hash& hash, const blob::ChunkRanges& ranges,
+                                                const net::Endpoint& peer, const blob::DataSink& sink,
+                                                const FetchOptions& options = {});
+
+}  // namespace tenzro::node

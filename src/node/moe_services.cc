@@ -1,0 +1,98 @@
+#include "node/moe_services.h"
+
+#include <mutex>
+
+#include "catalog/catalog.h"
+#include "net/json_http.h"
+#include "node/blob_transfer.h"
+#include "node/node.h"
+#include "prepare/prepare_job.h"
+
+namespace tenzro::node {
+namespace {
+
+using nlohmann::json;
+
+JobFn PrepareJob(std::shared_ptr<blob::BlobStore> store, prepare::PrepareRequest req) {
+  return [store, req](JobContext& ctx) -> Result<json> {
+    return prepare::RunPrepare(req, *store, [&ctx](int done, int total, const std::string& msg) {
+      ctx.SetProgress(static_cast<uint64_t>(done), static_cast<uint64_t>(total), msg);
+    });
+  };
+}
+
+// Fills req.checkpoint from the catalog when the request did not name one.
+Result<void> ResolveCheckpoint(const std::string& data_dir, prepare::PrepareRequest* req) {
+  TENZRO_TRY(std::string id, catalog::NormalizeModelId(req->model_id));
+  req->model_id = id;
+  if (!req->checkpoint.empty()) return Ok();
+  TENZRO_TRY(catalog::Catalog cat, catalog::Catalog::Load(data_dir));
+  const catalog::CatalogEntry* e = cat.Lookup(id);
+  if (e == nullptr)
+    return Error::NotFound(
+        "model '{}' has no checkpoint in the catalog of {}: add one with `tenzro moe catalog-add --model {} "
+        "--checkpoint PATH` (or pass --checkpoint)",
+        id, data_dir, id);
+  req->checkpoint = e->checkpoint;
+  return Ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<blob::BlobStore>> NodeBlobStore(Node& node) {
+  static std::mutex mu;
+  static std::map<Node*, std::shared_ptr<blob::BlobStore>> stores;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = stores.find(&node);
+  if (it != stores.end()) return it->second;
+  TENZRO_TRY(auto store, blob::BlobStore::Open(node.data_dir() + "/blobs"));
+  std::shared_ptr<blob::BlobStore> shared(std::move(store));
+  stores[&node] = shared;
+  return shared;
+}
+
+Result<void> AddBlobService(Node& node) {
+  TENZRO_TRY(auto store, NodeBlobStore(node));
+  AddBlobRoutes(node.public_router(), store);
+  node.admin_router().Add("GET", "/v1/blobs", [store](const net::Request&) {
+    auto list = store->List();
+    if (!list) return net::ErrorResponse(list.error());
+    json out = json::array();
+    for (const auto& b : *list) out.push_back({{"hash", b.hash.ToHex()}, {"size", b.size}});
+    return net::JsonResponse({{"blobs", out}});
+  });
+  return Ok();
+}
+
+Result<void> AddPrepareService(Node& node) {
+  TENZRO_TRY(auto store, NodeBlobStore(node));
+  std::string data_dir = node.data_dir();
+  JobRegistry* jobs = &node.jobs();
+  node.admin_router().Add("POST", "/v1/moe/prepare", [store, data_dir, jobs](const net::Request& http) {
+    auto body = net::ParseJsonBody(http.body);
+    if (!body) return net::ErrorResponse(body.error());
+    auto req = prepare::PrepareRequest::FromJson(*body);
+    if (!req) return net::ErrorResponse(req.error());
+    if (auto ok = ResolveCheckpoint(data_dir, &*req); !ok) return net::ErrorResponse(ok.error());
+    auto plan = req->Plan();
+    if (!plan) return net::ErrorResponse(plan.error());
+    auto id = jobs->Submit(kPrepareJobKind, req->ToJson(), PrepareJob(store, *req));
+    if (!id) return net::ErrorResponse(id.error());
+    return net::JsonResponse({{"job_id", *id},
+                              {"state", "queued"},
+                              {"kind", kPrepareJobKind},
+                              {"model_id", req->model_id},
+                              {"layer", req->layer},
+                              {"experts", req->experts},
+                              {"gate", req->gate},
+                              {"quant", json::parse(plan->ToJson())},
+                              {"checkpoint", req->checkpoint}});
+  });
+  node.jobs().SetResumeHook(kPrepareJobKind, [store](const JobInfo& info) -> Result<JobFn> {
+    TENZRO_TRY(prepare::PrepareRequest req, prepare::PrepareRequest::FromJson(info.params));
+    return PrepareJob(store, req);
+  });
+  return Ok();
+}
+
+}  // namespace tenzro::node

@@ -1,0 +1,31 @@
+// tenzro node: the MoE services a node runs — the blob store served to peers
+// and the expert preparation jobs (admin API).
+//
+//   public  GET  /blobs/<hash>[?ranges=..]   (node/blob_transfer.h)
+//   admin   POST /v1/moe/prepare             body: PrepareRequest JSON without
+//           "checkpoint" (resolved from DATA_DIR/catalog.json) or with it;
+//           answers {"job_id", "state", "model_id", "layer", "experts", "quant",
+//           "checkpoint"} at once. Poll GET /v1/jobs/<job_id>.
+//
+// Prepare jobs are of kind "moe.prepare"; they are idempotent (publishing the
+// same blob twice is a no-op), so a job interrupted by a restart is resumed.
+#pragma once
+
+#include <memory>
+
+#include "blob/blob_store.h"
+#include "core/result.h"
+
+namespace tenzro::node {
+
+class Node;
+
+inline constexpr const char* kPrepareJobKind = "moe.prepare";
+
+// DATA_DIR/blobs, opened once per node and shared by every service.
+Result<std::shared_ptr<blob::BlobStore>> NodeBlobStore(Node& node);
+
+Result<void> AddBlobService(Node& node);
+Result<void> AddPrepareService(Node& node);
+
+}  // namespace tenzro::node
