@@ -1,6 +1,7 @@
 #include "net/client.h"
 
 #include <cctype>
+#include <limits>
 #include <strings.h>
 
 #include <boost/asio.hpp>
@@ -93,7 +94,7 @@ struct HttpClient::Impl {
     }
     http::response_parser<http::buffer_body> parser;
     parser.header_limit(opts.max_header_bytes);
-    parser.body_limit(boost::none);
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     arm();
     http::async_read_header(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
     Run();

@@ -177,8 +177,9 @@ Result<void> JobRegistry::Recover() {
       }
       rewrite.push_back(info->id);
     }
+    std::string id = info->id;  // copied: the move below empties info->id
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_[info->id] = Entry{std::move(*info), 0};
+    jobs_[id] = Entry{std::move(*info), 0};
   }
   for (const std::string& id : rewrite) {
     if (auto r = Persist(id); !r) spdlog::warn("jobs: cannot rewrite {}: {}", id, r.error().ToString());
@@ -230,21 +231,34 @@ void JobRegistry::RunJob(const std::string& id, JobFn& fn) {
   } catch (const std::exception& e) {
     result = Error::Internal("job threw: {}", e.what());
   }
+  // The final record is written before it becomes visible in memory, so a
+  // caller that sees the job finished (Get/Wait) also finds it on disk; io_mu_
+  // keeps a concurrent progress write from overwriting it with stale state.
   {
+    std::lock_guard<std::mutex> io(io_mu_);
+    JobInfo final_info;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      final_info = jobs_.at(id).info;
+    }
+    final_info.updated_ms = NowMs();
+    if (result) {
+      final_info.state = JobState::kDone;
+      final_info.result = std::move(*result);
+    } else {
+      final_info.state = JobState::kFailed;
+      final_info.error = result.error();
+    }
+    spdlog::info("jobs: {} job {} {}{}", final_info.kind, id, JobStateName(final_info.state),
+                 result ? "" : ": " + result.error().ToString());
+    std::string text = final_info.ToJson().dump(2) + "\n";
+    if (auto r = WriteFileAtomic(dir_ + "/" + id + ".json", std::string_view(text)); !r)
+      spdlog::warn("jobs: {}: {}", id, r.error().ToString());
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = jobs_.at(id);
-    e.info.updated_ms = NowMs();
-    if (result) {
-      e.info.state = JobState::kDone;
-      e.info.result = std::move(*result);
-    } else {
-      e.info.state = JobState::kFailed;
-      e.info.error = result.error();
-    }
-    spdlog::info("jobs: {} job {} {}{}", e.info.kind, id, JobStateName(e.info.state),
-                 result ? "" : ": " + result.error().ToString());
+    e.info = std::move(final_info);
+    e.persisted_ms = e.info.updated_ms;
   }
-  if (auto r = Persist(id); !r) spdlog::warn("jobs: {}: {}", id, r.error().ToString());
   changed_.notify_all();
 }
 
@@ -255,6 +269,7 @@ void JobRegistry::UpdateProgress(const std::string& id, uint64_t done, uint64_t 
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return;
     JobInfo& info = it->second.info;
+    if (info.finished()) return;
     info.progress_done = done;
     info.progress_total = total;
     if (!message.empty()) info.progress_message = std::move(message);

@@ -44,7 +44,14 @@ RunningNode StartNode(const std::string& dir, const std::vector<std::string>& ex
   argv.insert(argv.end(), extra.begin(), extra.end());
   n.proc = std::make_unique<ChildProcess>(argv, dir + "." + log);
   std::string node_json = dir + "/node.json";
-  bool up = WaitFor([&] { return PathExists(node_json) || !n.proc->running(); }, seconds(30));
+  // A killed node leaves a stale node.json: wait for the one naming this child.
+  auto ours = [&] {
+    auto text = ReadTextFile(node_json);
+    if (!text) return false;
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    return j.is_object() && j.value("pid", -1) == n.proc->pid();
+  };
+  bool up = WaitFor([&] { return ours() || !n.proc->running(); }, seconds(30));
   EXPECT_TRUE(up && n.proc->running()) << n.proc->Log();
   if (!up || !n.proc->running()) return n;
   auto j = nlohmann::json::parse(*ReadTextFile(node_json));
