@@ -7,6 +7,7 @@
 #include "cli/node_client.h"
 #include "cli/progress.h"
 #include "core/file.h"
+#include "net/json_http.h"
 
 namespace tenzro::cli {
 namespace {
@@ -53,13 +54,37 @@ void PrintJobHuman(const json& job) {
   if (r.contains("gate")) fmt::print("  gate         {}  {} bytes\n", Field(r["gate"], "uri"), Field(r["gate"], "bytes"));
 }
 
+// Waits until the job finished (done or failed) and returns its record.
 Result<json> WaitWithBar(NodeClient& node, const std::string& id) {
-  ProgressBar bar("preparing");
-  return node.WaitJob(id, std::chrono::hours(24), [&](const json& job) {
-    if (job.contains("progress"))
-      bar.Update(job["progress"].value("done", 0ull), job["progress"].value("total", 0ull),
-                 job["progress"].value("message", std::string()));
-  });
+  {
+    ProgressBar bar("preparing");
+    json last;
+    auto waited = node.WaitJob(id, std::chrono::hours(24), [&](const json& job) {
+      last = job;
+      if (job.contains("progress"))
+        bar.Update(job["progress"].value("done", 0ull), job["progress"].value("total", 0ull),
+                   job["progress"].value("message", std::string()));
+    });
+    if (waited) return *waited;
+    if (last.value("state", "") != "failed") {
+      // Not the job's own failure (timeout, node gone): report that.
+      auto again = node.Get("/v1/jobs/" + id);
+      if (!again || again->value("state", "") != "failed") return waited.error();
+    }
+  }
+  return node.Get("/v1/jobs/" + id);
+}
+
+// Prints the job; a failed job is an error with the job's own code.
+Result<void> PrintJob(const json& job, bool json_out) {
+  if (json_out) fmt::print("{}\n", job.dump(2));
+  else PrintJobHuman(job);
+  if (job.value("state", "") == "failed" && job.contains("error") && job["error"].is_object()) {
+    const json& e = job["error"];
+    ErrorCode code = net::ErrorCodeFromName(e.value("code", std::string())).value_or(ErrorCode::kInternal);
+    return Error(code, "job " + job.value("id", std::string()) + " failed: " + e.value("message", std::string()));
+  }
+  return Ok();
 }
 
 Result<void> RunPrepare(Globals& g, const PrepareArgs& a) {
@@ -84,9 +109,7 @@ Result<void> RunPrepare(Globals& g, const PrepareArgs& a) {
   std::string id = started.value("job_id", "");
   fmt::print(stderr, "job {} started\n", id);
   TENZRO_TRY(json job, WaitWithBar(node, id));
-  if (a.json_out) fmt::print("{}\n", job.dump(2));
-  else PrintJobHuman(job);
-  return Ok();
+  return PrintJob(job, a.json_out);
 }
 
 Result<void> RunStatus(Globals& g, const StatusArgs& a) {
@@ -97,13 +120,7 @@ Result<void> RunStatus(Globals& g, const StatusArgs& a) {
   } else {
     TENZRO_TRY(job, node.Get("/v1/jobs/" + a.job_id));
   }
-  if (a.json_out) fmt::print("{}\n", job.dump(2));
-  else PrintJobHuman(job);
-  if (job.value("state", "") == "failed" && job.contains("error")) {
-    const json& e = job["error"];
-    return Error(ErrorCode::kInternal, e.value("message", std::string("job failed")));
-  }
-  return Ok();
+  return PrintJob(job, a.json_out);
 }
 
 void RegisterPrepare(CLI::App& root, Globals& g) {
