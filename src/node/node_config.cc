@@ -90,6 +90,11 @@ const std::vector<NodeConfigKey> kKeys = {
        TENZRO_TRY(c.debug_routes, ParseBool(v));
        return Ok();
      }},
+    {"memory_budget", "Memory for warm experts, e.g. 2GiB (0 = unlimited); the rest stay cold on disk",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.memory_budget, ParseByteSize(v));
+       return Ok();
+     }},
 };
 
 // Renders a TOML scalar as the text a flag would carry.

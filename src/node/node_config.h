@@ -28,6 +28,7 @@ struct NodeConfig {
   uint64_t max_body_bytes = 64ull << 20;
   uint32_t read_timeout_ms = 30000;
   bool debug_routes = false;            // POST /v1/debug/jobs (tests only)
+  uint64_t memory_budget = 0;           // warm expert bytes (runtime/expert_cache.h); 0 = unlimited
 };
 
 // One configurable key.

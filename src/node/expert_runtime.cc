@@ -1,0 +1,430 @@
+#include "node/expert_runtime.h"
+
+#include <filesystem>
+
+#include "blob/blob_uri.h"
+#include "catalog/catalog.h"
+#include "core/cpu.h"
+#include "core/file.h"
+#include "net/url.h"
+#include "node/blob_transfer.h"
+#include "runtime/matmul.h"
+#include "runtime/parallel.h"
+
+namespace tenzro::node {
+namespace {
+
+using nlohmann::json;
+using runtime::ExpertKey;
+
+constexpr const char* kGpuLine = "none (no GPU compute backend in this build)";
+
+bool IsBlobRef(std::string_view s) { return s.substr(0, blob::kBlobUriPrefix.size()) == blob::kBlobUriPrefix; }
+
+runtime::RoutingConfig RoutingFromShape(const catalog::ModelShape& s, std::string* name) {
+  runtime::RoutingConfig rc;
+  rc.top_k = s.n_expert_used;
+  rc.norm_topk_prob = s.routing.norm_topk_prob;
+  switch (s.routing.kind) {
+    case catalog::RoutingKind::kSoftmaxTopkRenorm:
+      rc.kind = runtime::RoutingKind::kSoftmaxTopK;
+      rc.norm_topk_prob = true;
+      break;
+    case catalog::RoutingKind::kSoftmaxTopk:
+      rc.kind = runtime::RoutingKind::kSoftmaxTopK;
+      rc.norm_topk_prob = false;
+      break;
+    case catalog::RoutingKind::kTopkSoftmax:
+      rc.kind = runtime::RoutingKind::kTopKSoftmax;
+      break;
+    case catalog::RoutingKind::kSigmoidGroupTopk:
+      rc.kind = runtime::RoutingKind::kSigmoidGroupTopK;
+      rc.n_group = s.routing.n_group;
+      rc.topk_group = s.routing.topk_group;
+      rc.routed_scaling_factor = static_cast<float>(s.routing.routed_scaling_factor);
+      break;
+  }
+  *name = std::string(catalog::RoutingKindName(s.routing.kind));
+  return rc;
+}
+
+json CacheCounters(const runtime::ExpertCacheStats& s) {
+  return {{"hits", s.hits},
+          {"misses", s.misses},
+          {"promotions", s.promotions},
+          {"demotions", s.demotions},
+          {"prefetches", s.prefetches},
+          {"prefetch_skipped", s.prefetch_skipped}};
+}
+
+// A readable image of a source file: mapped, or converted bytes.
+struct Image {
+  std::shared_ptr<const void> owner;
+  ByteSpan bytes;
+  std::string kind;  // "gguf" | "safetensors" | "blob"
+  std::string path;  // source path (blob store data file for blobs)
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ExpertRuntime>> ExpertRuntime::Open(ExpertRuntimeOptions options) {
+  if (!options.store) return Error::InvalidArgument("expert runtime: no blob store");
+  std::unique_ptr<ExpertRuntime> rt(new ExpertRuntime(std::move(options)));
+  runtime::ExpertCacheOptions co;
+  co.dir = rt->options_.data_dir + "/experts";
+  co.budget_bytes = rt->options_.memory_budget;
+  co.pin_wait = rt->options_.pin_wait;
+  TENZRO_TRY(rt->cache_, runtime::ExpertCache::Open(std::move(co)));
+  TENZRO_TRY(int n, rt->cache_->ScanColdTier(&rt->notes_));
+  (void)n;
+  TENZRO_CHECK_OK(rt->ScanGates());
+  return rt;
+}
+
+Result<ExpertRuntime::Shape> ExpertRuntime::ResolveModel(const std::string& id) const {
+  auto r = catalog::ResolveShape(id, std::nullopt, options_.data_dir);
+  if (r) return Shape{std::move(r->shape), std::string(catalog::ShapeSourceName(r->source))};
+  if (r.error().code() == ErrorCode::kNotFound) return Shape{std::nullopt, "file"};
+  return r.error();
+}
+
+Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const std::string& from, json* out) {
+  TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(text));
+  if (!options_.store->Has(uri.hash)) {
+    std::string peer = !from.empty() ? from : uri.Param("http");
+    if (peer.empty())
+      return Error::NotFound(
+          "blob {} is not in this node's store and no peer was given (pass --from URL or a URI with "
+          "http=host:port)",
+          uri.hash.ToHex());
+    TENZRO_TRY(net::Endpoint ep, net::ParseEndpoint(peer));
+    TENZRO_TRY(blob::BlobInfo info, FetchBlobHttp(*options_.store, uri.hash, ep));
+    (*out)["fetched_from"] = ep.Url();
+    (*out)["fetched_bytes"] = info.size;
+  }
+  (*out)["uri"] = blob::FormatBlobUri(uri.hash);
+  return options_.store->DataPath(uri.hash);
+}
+
+Result<json> ExpertRuntime::LoadExpert(std::string_view model, int layer, int expert, const LoadSource& src) {
+  TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
+  if (layer < 0 || expert < 0) return Error::InvalidArgument("layer {} / expert {} must not be negative", layer, expert);
+  TENZRO_TRY(Shape ms, ResolveModel(id));
+  const ExpertKey key{id, layer, expert};
+  json out = {{"model", id}, {"layer", layer}, {"expert", expert}, {"kind", "expert"}};
+
+  // 1. The bytes, as a mini-GGUF image.
+  Image img;
+  if (IsBlobRef(src.file)) {
+    TENZRO_TRY(img.path, AcquireBlob(src.file, src.from, &out));
+    img.kind = "blob";
+  } else {
+    if (src.file.empty() || src.file[0] != '/')
+      return Error::InvalidArgument("file '{}' must be an absolute path or a tenzro://blob/ URI", src.file);
+    img.path = src.file;
+  }
+  TENZRO_TRY(std::shared_ptr<MappedFile> map, MappedFile::Open(img.path));
+  if (runtime::LooksLikeGguf(map->bytes())) {
+    img.owner = map;
+    img.bytes = map->bytes();
+    if (img.kind.empty()) img.kind = "gguf";
+  } else if (img.kind == "blob") {
+    return Error::InvalidArgument("blob {} is not an expert mini-GGUF", src.file);
+  } else {
+    prepare::ExpertIdentity ident{ms.shape ? ms.shape->architecture : "", id, layer, expert, ""};
+    TENZRO_TRY(Bytes conv, runtime::ExpertGgufFromSafetensors(img.path, ident));
+    auto owned = std::make_shared<const Bytes>(std::move(conv));
+    img.bytes = ByteSpan(*owned);
+    img.owner = owned;
+    img.kind = "safetensors";
+  }
+  out["source"] = img.kind;
+
+  // 2. Checks: identity, formats, shape.
+  TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(img.bytes, img.owner, src.file));
+  if (d.kind != prepare::kKindExpert)
+    return Error::InvalidArgument("{} is a {} file, not an expert (use `tenzro moe load-gate`)", src.file, d.kind);
+  if (d.id.model_id != id || d.id.layer != layer || d.id.expert != expert)
+    return Error::InvalidArgument("{} holds model '{}' layer {} expert {}, not model '{}' layer {} expert {}",
+                                  src.file, d.id.model_id, d.id.layer, d.id.expert, id, layer, expert);
+  static constexpr const char* kProj[3] = {"gate", "up", "down"};
+  for (int p = 0; p < 3; ++p)
+    if (!runtime::IsComputeType(d.expert.proj[p].type))
+      return Error::Unsupported("{}: {} projection format {} has no compute kernel in this build", src.file,
+                                kProj[p], quant::TypeName(d.expert.proj[p].type));
+  const int64_t n_embd = d.expert.n_embd(), n_ff = d.expert.n_ff();
+  if (ms.shape) {
+    const catalog::ModelShape& s = *ms.shape;
+    if (layer >= s.n_layer) return Error::InvalidArgument("model '{}' has {} layers; layer {} does not exist", id, s.n_layer, layer);
+    const catalog::LayerShape& ls = s.layers[layer];
+    if (!ls.moe) return Error::InvalidArgument("layer {} of model '{}' is dense (no experts)", layer, id);
+    if (expert >= ls.n_expert)
+      return Error::InvalidArgument("layer {} of model '{}' has {} experts; expert {} does not exist", layer, id,
+                                    ls.n_expert, expert);
+    if (n_embd != s.n_embd || n_ff != s.n_ff_exp)
+      return Error::InvalidArgument(
+          "{}: expert shape mismatch for model '{}': expected n_embd {} and n_ff {} (gate/up [{}, {}], down "
+          "[{}, {}] in PyTorch order), got n_embd {} and n_ff {}",
+          src.file, id, s.n_embd, s.n_ff_exp, s.n_ff_exp, s.n_embd, s.n_embd, s.n_ff_exp, n_embd, n_ff);
+  } else {
+    // Unknown model: consistent with what is loaded for it already.
+    for (const auto& e : cache_->List())
+      if (e.key.model == id && (e.n_embd != n_embd || e.n_ff != n_ff))
+        return Error::InvalidArgument(
+            "{}: expert shape n_embd {} n_ff {} differs from expert {} already loaded for model '{}' (n_embd {} "
+            "n_ff {})",
+            src.file, n_embd, n_ff, e.key.ToString(), id, e.n_embd, e.n_ff);
+    std::lock_guard<std::mutex> lock(gates_mu_);
+    auto it = gates_.find({id, layer});
+    if (it != gates_.end()) {
+      const auto& gi = it->second.weights->info;
+      if (gi.n_embd != n_embd || expert >= gi.n_expert)
+        return Error::InvalidArgument("{}: expert {} with n_embd {} does not fit the loaded gate of layer {} ({} "
+                                      "experts, n_embd {})",
+                                      src.file, expert, n_embd, layer, gi.n_expert, gi.n_embd);
+    }
+    out["note"] = fmt::format(
+        "model '{}' is not in the catalog or the built-in table: accepted the shape from the file (n_embd {}, "
+        "n_ff {})",
+        id, n_embd, n_ff);
+  }
+  out["shape_source"] = ms.source;
+
+  // 3. Into the cache: blobs are linked (immutable), other sources copied.
+  runtime::ExpertEntryInfo info;
+  if (img.kind == "blob") {
+    TENZRO_TRY(info, cache_->PutFile(key, img.path));
+  } else {
+    TENZRO_TRY(info, cache_->Put(key, img.bytes));
+  }
+  out["tier"] = std::string(runtime::TierName(info.tier));
+  out["bytes"] = info.bytes;
+  out["formats"] = info.formats;
+  out["n_embd"] = n_embd;
+  out["n_ff"] = n_ff;
+  out["path"] = info.path;
+  return out;
+}
+
+Result<ExpertRuntime::Gate> ExpertRuntime::MakeGate(const std::string& id,
+                                                    std::shared_ptr<const runtime::GateWeights> g,
+                                                    const Shape& s) const {
+  Gate gate;
+  if (s.shape) {
+    gate.routing = RoutingFromShape(*s.shape, &gate.routing_name);
+  } else {
+    gate.routing.kind = runtime::RoutingKind::kSoftmaxTopK;
+    gate.routing.top_k = g->info.n_expert_used;
+    gate.routing.norm_topk_prob = true;
+    gate.routing_name = std::string(catalog::RoutingKindName(catalog::RoutingKind::kSoftmaxTopkRenorm));
+  }
+  if (gate.routing.top_k < 1 || gate.routing.top_k > g->info.n_expert)
+    return Error::InvalidArgument("model '{}': top-k {} does not fit {} experts", id, gate.routing.top_k,
+                                  g->info.n_expert);
+  gate.shape_source = s.source;
+  gate.weights = std::move(g);
+  return gate;
+}
+
+Result<json> ExpertRuntime::LoadGate(std::string_view model, int layer, const LoadSource& src) {
+  TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
+  if (layer < 0) return Error::InvalidArgument("layer {} must not be negative", layer);
+  TENZRO_TRY(Shape ms, ResolveModel(id));
+  json out = {{"model", id}, {"layer", layer}, {"kind", "gate"}};
+  std::string path = src.file;
+  std::string kind;
+  if (IsBlobRef(src.file)) {
+    TENZRO_TRY(path, AcquireBlob(src.file, src.from, &out));
+    kind = "blob";
+  } else if (src.file.empty() || src.file[0] != '/') {
+    return Error::InvalidArgument("file '{}' must be an absolute path or a tenzro://blob/ URI", src.file);
+  }
+  TENZRO_TRY(Bytes raw, ReadFile(path, 4ull << 30));
+  if (runtime::LooksLikeGguf(ByteSpan(raw))) {
+    if (kind.empty()) kind = "gguf";
+  } else if (kind == "blob") {
+    return Error::InvalidArgument("blob {} is not a gate mini-GGUF", src.file);
+  } else {
+    prepare::ExpertIdentity ident{ms.shape ? ms.shape->architecture : "", id, layer, 0, ""};
+    TENZRO_TRY(raw, runtime::GateGgufFromSafetensors(path, ident, ms.shape ? ms.shape->n_expert_used : 0));
+    kind = "safetensors";
+  }
+  out["source"] = kind;
+  auto image = std::make_shared<const Bytes>(std::move(raw));
+  TENZRO_TRY(std::shared_ptr<const runtime::GateWeights> g, runtime::DecodeGate(image, src.file));
+  const runtime::GateFileInfo& gi = g->info;
+  if (kind != "safetensors" && (gi.id.model_id != id || gi.id.layer != layer))
+    return Error::InvalidArgument("{} holds the gate of model '{}' layer {}, not model '{}' layer {}", src.file,
+                                  gi.id.model_id, gi.id.layer, id, layer);
+  if (ms.shape) {
+    const catalog::ModelShape& s = *ms.shape;
+    if (layer >= s.n_layer) return Error::InvalidArgument("model '{}' has {} layers; layer {} does not exist", id, s.n_layer, layer);
+    const catalog::LayerShape& ls = s.layers[layer];
+    if (!ls.moe) return Error::InvalidArgument("layer {} of model '{}' is dense (no router)", layer, id);
+    if (gi.n_expert != ls.n_expert || gi.n_embd != s.n_embd)
+      return Error::InvalidArgument(
+          "{}: router shape mismatch for model '{}' layer {}: expected [{}, {}] (n_expert, n_embd), got [{}, {}]",
+          src.file, id, layer, ls.n_expert, s.n_embd, gi.n_expert, gi.n_embd);
+    if (gi.n_ff_shexp > 0 && s.n_ff_shexp > 0 && gi.n_ff_shexp != s.n_ff_shexp)
+      return Error::InvalidArgument("{}: shared expert n_ff is {}, model '{}' expects {}", src.file, gi.n_ff_shexp,
+                                    id, s.n_ff_shexp);
+  } else {
+    for (const auto& e : cache_->List())
+      if (e.key.model == id && e.key.layer == layer && (e.n_embd != gi.n_embd || e.key.expert >= gi.n_expert))
+        return Error::InvalidArgument("{}: router [{}, {}] does not fit expert {} already loaded (n_embd {})",
+                                      src.file, gi.n_expert, gi.n_embd, e.key.ToString(), e.n_embd);
+    out["note"] = fmt::format(
+        "model '{}' is not in the catalog or the built-in table: accepted the shape from the file ({} experts, "
+        "top-{}, n_embd {}, routing softmax-topk-renorm)",
+        id, gi.n_expert, gi.n_expert_used, gi.n_embd);
+  }
+  TENZRO_TRY(Gate gate, MakeGate(id, g, ms));
+  // Cold copy for restarts, then publish.
+  TENZRO_TRY(std::string epath, cache_->ColdPath(ExpertKey{id, layer, 0}));
+  gate.path = epath.substr(0, epath.rfind('/')) + "/gate.gguf";
+  TENZRO_CHECK_OK(MakeDirs(gate.path.substr(0, gate.path.rfind('/'))));
+  TENZRO_CHECK_OK(WriteFileAtomic(gate.path, ByteSpan(*image)));
+  out["shape_source"] = ms.source;
+  out["tier"] = "Warm";
+  out["bytes"] = gi.bytes;
+  out["formats"] = gi.formats();
+  out["n_expert"] = gi.n_expert;
+  out["n_expert_used"] = gate.routing.top_k;
+  out["n_embd"] = gi.n_embd;
+  out["routing"] = gate.routing_name;
+  out["shared_expert"] = gi.n_ff_shexp > 0;
+  out["shared_expert_gated"] = gi.shared_gated;
+  out["path"] = gate.path;
+  std::lock_guard<std::mutex> lock(gates_mu_);
+  gates_[{id, layer}] = std::move(gate);
+  return out;
+}
+
+Result<void> ExpertRuntime::ScanGates() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& md : fs::directory_iterator(cache_->dir(), ec)) {
+    if (!md.is_directory(ec)) continue;
+    const std::string model = md.path().filename().string();
+    for (const auto& ld : fs::directory_iterator(md.path(), ec)) {
+      const std::string gpath = ld.path().string() + "/gate.gguf";
+      if (!ld.is_directory(ec) || !PathExists(gpath)) continue;
+      auto g = runtime::LoadGate(gpath);
+      auto layer_ok = catalog::NormalizeModelId(model);
+      if (!g || !layer_ok) {
+        notes_.push_back(g ? layer_ok.error().ToString() : g.error().ToString());
+        continue;
+      }
+      const int layer = (*g)->info.id.layer;
+      auto ms = ResolveModel(model);
+      if (!ms) {
+        notes_.push_back(ms.error().ToString());
+        continue;
+      }
+      auto gate = MakeGate(model, *g, *ms);
+      if (!gate) {
+        notes_.push_back(gate.error().ToString());
+        continue;
+      }
+      gate->path = gpath;
+      std::lock_guard<std::mutex> lock(gates_mu_);
+      gates_[{model, layer}] = std::move(*gate);
+    }
+  }
+  return Ok();
+}
+
+json ExpertRuntime::Status() const {
+  const runtime::ExpertCacheStats st = cache_->stats();
+  json experts = json::array();
+  for (const auto& e : cache_->List())
+    experts.push_back({{"model", e.key.model},
+                       {"layer", e.key.layer},
+                       {"expert", e.key.expert},
+                       {"tier", std::string(runtime::TierName(e.tier))},
+                       {"loading", e.loading},
+                       {"bytes", e.bytes},
+                       {"formats", e.formats},
+                       {"n_embd", e.n_embd},
+                       {"n_ff", e.n_ff},
+                       {"hits", e.hits},
+                       {"pins", e.pins},
+                       {"path", e.path}});
+  json gates = json::array();
+  uint64_t gate_bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(gates_mu_);
+    for (const auto& [k, g] : gates_) {
+      const auto& gi = g.weights->info;
+      gate_bytes += gi.bytes;
+      gates.push_back({{"model", k.first},
+                       {"layer", k.second},
+                       {"tier", "Warm"},
+                       {"bytes", gi.bytes},
+                       {"formats", gi.formats()},
+                       {"n_expert", gi.n_expert},
+                       {"n_expert_used", g.routing.top_k},
+                       {"n_embd", gi.n_embd},
+                       {"routing", g.routing_name},
+                       {"shared_expert", gi.n_ff_shexp > 0},
+                       {"shape_source", g.shape_source},
+                       {"path", g.path}});
+    }
+  }
+  const runtime::KernelIsa isa = runtime::BestKernelIsa();
+  return {{"memory",
+           {{"budget_bytes", st.budget_bytes},
+            {"budget", st.budget_bytes == 0 ? std::string("unlimited") : FormatBytes(st.budget_bytes)},
+            {"warm_bytes", st.warm_bytes},
+            {"pinned_bytes", st.pinned_bytes},
+            {"max_warm_bytes", st.max_warm_bytes},
+            {"cold_bytes", st.cold_bytes},
+            {"gate_bytes", gate_bytes},
+            {"experts", st.n_experts},
+            {"warm_experts", st.n_warm}}},
+          {"counters", CacheCounters(st)},
+          {"experts", experts},
+          {"gates", gates},
+          {"compute",
+           {{"backend", "cpu"},
+            {"isa", runtime::KernelIsaName(isa)},
+            {"cpu_features", GetCpuFeatures().ToString()},
+            {"threads", runtime::ParallelWidth(options_.compute_pool)},
+            {"gpu", kGpuLine}}},
+          {"restart_notes", notes_}};
+}
+
+Result<ForwardResult> ExpertRuntime::Forward(std::string_view model, std::optional<int> layer, int64_t d_model,
+                                             const float* x, int n_tok, float* out) {
+  TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
+  Gate gate;
+  {
+    std::lock_guard<std::mutex> lock(gates_mu_);
+    if (!layer) {
+      std::vector<int> layers;
+      for (const auto& [k, g] : gates_)
+        if (k.first == id) layers.push_back(k.second);
+      if (layers.empty())
+        return Error::NotFound("no gate loaded for model '{}': load one with `tenzro moe load-gate`", id);
+      if (layers.size() > 1)
+        return Error::InvalidArgument("model '{}' has gates for layers {}: pass --layer", id, fmt::join(layers, ", "));
+      layer = layers[0];
+    }
+    auto it = gates_.find({id, *layer});
+    if (it == gates_.end())
+      return Error::NotFound("no gate loaded for model '{}' layer {}: load one with `tenzro moe load-gate`", id,
+                             *layer);
+    gate = it->second;
+  }
+  const int64_t n_embd = gate.weights->router.n_embd();
+  if (d_model != n_embd)
+    return Error::InvalidArgument("d_model {} does not match model '{}' (n_embd {})", d_model, id, n_embd);
+  ForwardResult r;
+  r.layer = *layer;
+  r.shared_expert = gate.weights->shared.has_value();
+  TENZRO_TRY(r.routing, runtime::ForwardMoeLayer(*cache_, id, *layer, *gate.weights, gate.routing, x, n_tok, out,
+                                                 options_.compute_pool));
+  return r;
+}
+
+}  // namespace tenzro::node

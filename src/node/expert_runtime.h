@@ -1,0 +1,111 @@
+// tenzro node: the expert runtime of one node — which experts and gates it
+// holds, loading them from files or blobs, and the local MoE forward
+// (docs/runtime.md). The HTTP routes over it are in runtime_service.h.
+//
+// Experts live in a runtime::ExpertCache rooted at DATA_DIR/experts (Warm in
+// memory within the node's memory budget, Cold as mini-GGUF files). Gates
+// (router + shared expert) are small and always warm; each is also kept as
+// DATA_DIR/experts/<model>/<layer>/gate.gguf so that a restarted node
+// re-registers its gates and its cold experts (Open scans the directory).
+//
+// Loads check the file against the model's shape (catalog::ResolveShape with
+// the node's data dir): a mismatch is kInvalidArgument naming expected vs got
+// and leaves the runtime unchanged. A model unknown to the catalog and the
+// built-in table is accepted with the shape the file gives (consistent with
+// what is already loaded for it); the answer says so in "note".
+//
+// Thread-safety: every method may be called from any thread. The gate map is
+// guarded by its own mutex; the cache has its own locking; loads of the same
+// expert race benignly (the last registration wins).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "blob/blob_store.h"
+#include "catalog/model_shape.h"
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "runtime/cached_moe.h"
+#include "runtime/expert_cache.h"
+
+namespace tenzro::node {
+
+struct ExpertRuntimeOptions {
+  std::string data_dir;
+  uint64_t memory_budget = 0;                      // 0 = unlimited
+  std::shared_ptr<blob::BlobStore> store;          // DATA_DIR/blobs
+  ThreadPool* compute_pool = nullptr;              // kernels; may be null
+  std::chrono::milliseconds pin_wait{30000};
+};
+
+// Where a load reads from: an absolute path (safetensors or mini-GGUF) or a
+// tenzro://blob/<hash> URI; `from` is the peer to fetch a missing blob from
+// (else the URI's http=host:port parameter).
+struct LoadSource {
+  std::string file;
+  std::string from;
+};
+
+struct ForwardResult {
+  int layer = 0;
+  std::vector<runtime::TokenRouting> routing;
+  bool shared_expert = false;
+};
+
+class ExpertRuntime {
+ public:
+  // Opens the cache and re-registers DATA_DIR/experts (experts cold, gates
+  // warm). Files that do not load are skipped and listed in restart_notes().
+  static Result<std::unique_ptr<ExpertRuntime>> Open(ExpertRuntimeOptions options);
+
+  // Answers the JSON documented in docs/runtime.md (load-expert / load-gate).
+  Result<nlohmann::json> LoadExpert(std::string_view model, int layer, int expert, const LoadSource& src);
+  Result<nlohmann::json> LoadGate(std::string_view model, int layer, const LoadSource& src);
+
+  // `tenzro moe status --json`.
+  nlohmann::json Status() const;
+
+  // The local MoE block of (model, layer) on x (n_tok x d_model floats) into
+  // out. layer nullopt: the model's only gated layer. kNotFound without a
+  // gate / with a routed expert not held; kInvalidArgument when d_model is
+  // not the model's n_embd.
+  Result<ForwardResult> Forward(std::string_view model, std::optional<int> layer, int64_t d_model, const float* x,
+                                int n_tok, float* out);
+
+  runtime::ExpertCache& cache() { return *cache_; }
+  const std::vector<std::string>& restart_notes() const { return notes_; }
+
+ private:
+  struct Gate {
+    std::shared_ptr<const runtime::GateWeights> weights;
+    runtime::RoutingConfig routing;
+    std::string routing_name;
+    std::string path;
+    std::string shape_source;
+  };
+  struct Shape {
+    std::optional<catalog::ModelShape> shape;  // nullopt: unknown model
+    std::string source;                        // "catalog" | "builtin" | "file"
+  };
+  explicit ExpertRuntime(ExpertRuntimeOptions options) : options_(std::move(options)) {}
+  Result<Shape> ResolveModel(const std::string& id) const;
+  Result<std::string> AcquireBlob(const std::string& uri, const std::string& from, nlohmann::json* out);
+  Result<Gate> MakeGate(const std::string& id, std::shared_ptr<const runtime::GateWeights> g, const Shape& s) const;
+  Result<void> ScanGates();
+
+  ExpertRuntimeOptions options_;
+  std::unique_ptr<runtime::ExpertCache> cache_;
+  mutable std::mutex gates_mu_;
+  std::map<std::pair<std::string, int>, Gate> gates_;  // guarded by gates_mu_
+  std::vector<std::string> notes_;
+};
+
+}  // namespace tenzro::node

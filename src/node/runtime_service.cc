@@ -1,0 +1,207 @@
+#include "node/runtime_service.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "net/json_http.h"
+#include "node/moe_services.h"
+#include "node/node.h"
+
+namespace tenzro::node {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// Reads field `key` of `body` as T; kInvalidArgument naming it.
+template <typename T>
+Result<T> Field(const json& body, const char* key) {
+  if (!body.contains(key)) return Error::InvalidArgument("request: missing field '{}'", key);
+  const json& v = body[key];
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) return Error::InvalidArgument("request: '{}' must be a string", key);
+    return v.get<std::string>();
+  } else {
+    if (!v.is_number_integer()) return Error::InvalidArgument("request: '{}' must be an integer", key);
+    const int64_t x = v.get<int64_t>();
+    if (x < 0 || x > (int64_t{1} << 40)) return Error::InvalidArgument("request: '{}' = {} is out of range", key, x);
+    return static_cast<T>(x);
+  }
+}
+
+Result<LoadSource> SourceOf(const json& body) {
+  LoadSource s;
+  TENZRO_TRY(s.file, Field<std::string>(body, "file"));
+  if (body.contains("from") && !body["from"].is_null()) {
+    TENZRO_TRY(s.from, Field<std::string>(body, "from"));
+  }
+  return s;
+}
+
+json RoutingJson(const std::vector<runtime::TokenRouting>& routing, int layer) {
+  json out = json::array();
+  for (size_t t = 0; t < routing.size(); ++t) {
+    json ex = json::array();
+    for (const auto& c : routing[t].experts) ex.push_back({{"layer", layer}, {"expert", c.expert}, {"weight", c.weight}});
+    out.push_back({{"token_index", t}, {"experts", ex}});
+  }
+  return out;
+}
+
+Result<json> HandleForward(ExpertRuntime& rt, const json& body) {
+  TENZRO_TRY(std::string model, Field<std::string>(body, "model"));
+  std::optional<int> layer;
+  if (body.contains("layer") && !body["layer"].is_null()) {
+    TENZRO_TRY(int l, Field<int>(body, "layer"));
+    layer = l;
+  }
+  TENZRO_TRY(int64_t d_model, Field<int64_t>(body, "d_model"));
+  TENZRO_TRY(int64_t n_tok, Field<int64_t>(body, "n_tokens"));
+  TENZRO_TRY(std::string b64, Field<std::string>(body, "hidden_f32_b64"));
+  TENZRO_TRY(Bytes raw, Base64Decode(b64));
+  if (d_model <= 0) return Error::InvalidArgument("d_model must be positive");
+  uint64_t want = 0;
+  if (MulOverflow(static_cast<uint64_t>(n_tok), static_cast<uint64_t>(d_model) * 4, &want) || raw.size() != want)
+    return Error::InvalidArgument("hidden state is {} bytes; {} tokens x d_model {} x 4 bytes = {}", raw.size(),
+                                  n_tok, d_model, want);
+  std::vector<float> x(static_cast<size_t>(n_tok * d_model)), out(x.size());
+  if (!raw.empty()) std::memcpy(x.data(), raw.data(), raw.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  TENZRO_TRY(ForwardResult r, rt.Forward(model, layer, d_model, x.data(), static_cast<int>(n_tok), out.data()));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto st = rt.cache().stats();
+  return json{{"model", model},
+              {"layer", r.layer},
+              {"n_tokens", n_tok},
+              {"d_model", d_model},
+              {"output_f32_b64",
+               Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>(out.data()), out.size() * sizeof(float)))},
+              {"routing", RoutingJson(r.routing, r.layer)},
+              {"shared_expert", r.shared_expert},
+              {"elapsed_ms", ms},
+              {"cache",
+               {{"hits", st.hits},
+                {"misses", st.misses},
+                {"promotions", st.promotions},
+                {"demotions", st.demotions},
+                {"warm_bytes", st.warm_bytes},
+                {"budget_bytes", st.budget_bytes}}}};
+}
+
+// Wraps a JSON handler: parse the body, run, answer JSON or the error.
+net::Response Answer(const net::Request& http, const std::function<Result<json>(const json&)>& fn) {
+  auto body = net::ParseJsonBody(http.body);
+  if (!body) return net::ErrorResponse(body.error());
+  auto r = fn(*body);
+  if (!r) return net::ErrorResponse(r.error());
+  return net::JsonResponse(*r);
+}
+
+}  // namespace
+
+std::string Base64Encode(ByteSpan data) {
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= data.size(); i += 3) {
+    const uint32_t v = (uint32_t{data[i]} << 16) | (uint32_t{data[i + 1]} << 8) | data[i + 2];
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (i < data.size()) {
+    uint32_t v = uint32_t{data[i]} << 16;
+    if (i + 1 < data.size()) v |= uint32_t{data[i + 1]} << 8;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += i + 1 < data.size() ? kB64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+Result<Bytes> Base64Decode(std::string_view text) {
+  if (text.size() % 4 != 0) return Error::InvalidArgument("base64: length {} is not a multiple of 4", text.size());
+  int8_t rev[256];
+  std::memset(rev, -1, sizeof(rev));
+  for (int i = 0; i < 64; ++i) rev[static_cast<uint8_t>(kB64[i])] = static_cast<int8_t>(i);
+  Bytes out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (int j = 0; j < 4; ++j) {
+      const char c = text[i + j];
+      if (c == '=' && i + 4 == text.size() && j >= 2 && (j == 3 || text[i + 3] == '=')) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      const int8_t d = rev[static_cast<uint8_t>(c)];
+      if (d < 0 || pad > 0) return Error::InvalidArgument("base64: bad character at offset {}", i + j);
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out.push_back(static_cast<uint8_t>(v >> 16));
+    if (pad < 2) out.push_back(static_cast<uint8_t>((v >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<uint8_t>(v & 0xFF));
+  }
+  return out;
+}
+
+Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node) {
+  static std::mutex mu;
+  static std::map<Node*, std::shared_ptr<ExpertRuntime>> runtimes;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = runtimes.find(&node);
+  if (it != runtimes.end()) return it->second;
+  TENZRO_TRY(auto store, NodeBlobStore(node));
+  ExpertRuntimeOptions o;
+  o.data_dir = node.data_dir();
+  o.memory_budget = node.config().memory_budget;
+  o.store = store;
+  o.compute_pool = &node.pool();
+  TENZRO_TRY(auto rt, ExpertRuntime::Open(std::move(o)));
+  std::shared_ptr<ExpertRuntime> shared(std::move(rt));
+  for (const auto& n : shared->restart_notes()) spdlog::warn("expert runtime: skipped on restart: {}", n);
+  const auto st = shared->cache().stats();
+  spdlog::info("expert runtime: {} experts registered (cold), budget {}", st.n_experts,
+               st.budget_bytes == 0 ? std::string("unlimited") : FormatBytes(st.budget_bytes));
+  runtimes[&node] = shared;
+  return shared;
+}
+
+Result<void> AddRuntimeService(Node& node) {
+  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+  net::Router& r = node.admin_router();
+  ThreadPool* pool = &node.pool();
+  r.AddOnPool("POST", "/v1/moe/load-expert", pool, [rt](const net::Request& http) {
+    return Answer(http, [&](const json& b) -> Result<json> {
+      TENZRO_TRY(std::string model, Field<std::string>(b, "model"));
+      TENZRO_TRY(int layer, Field<int>(b, "layer"));
+      TENZRO_TRY(int expert, Field<int>(b, "expert"));
+      TENZRO_TRY(LoadSource src, SourceOf(b));
+      return rt->LoadExpert(model, layer, expert, src);
+    });
+  });
+  r.AddOnPool("POST", "/v1/moe/load-gate", pool, [rt](const net::Request& http) {
+    return Answer(http, [&](const json& b) -> Result<json> {
+      TENZRO_TRY(std::string model, Field<std::string>(b, "model"));
+      TENZRO_TRY(int layer, Field<int>(b, "layer"));
+      TENZRO_TRY(LoadSource src, SourceOf(b));
+      return rt->LoadGate(model, layer, src);
+    });
+  });
+  r.Add("GET", "/v1/moe/status", [rt](const net::Request&) { return net::JsonResponse(rt->Status()); });
+  r.AddOnPool("POST", "/v1/moe/forward", pool, [rt](const net::Request& http) {
+    return Answer(http, [&](const json& b) { return HandleForward(*rt, b); });
+  });
+  return Ok();
+}
+
+}  // namespace tenzro::node

@@ -1,0 +1,41 @@
+// tenzro node: the expert runtime's admin routes (docs/runtime.md,
+// docs/formats/admin-api.md).
+//
+//   POST /v1/moe/load-expert  {"model", "layer", "expert", "file", "from"?}
+//   POST /v1/moe/load-gate    {"model", "layer", "file", "from"?}
+//        "file": an absolute path (safetensors or mini-GGUF) or a
+//        tenzro://blob/<hash> URI; "from": peer URL for a missing blob.
+//   GET  /v1/moe/status        experts, gates, tiers, memory, compute backend
+//   POST /v1/moe/forward       {"model", "layer"?, "d_model", "n_tokens",
+//                               "hidden_f32_b64"}  ->  {"model", "layer",
+//        "n_tokens", "d_model", "output_f32_b64", "routing", "shared_expert",
+//        "elapsed_ms", "cache"}; hidden/output are n_tokens x d_model
+//        little-endian float32, base64 (RFC 4648, padded).
+// Loads and forwards run on the node's worker pool (they read files, fetch
+// blobs and compute); status answers on the loop thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/bytes.h"
+#include "core/result.h"
+#include "node/expert_runtime.h"
+
+namespace tenzro::node {
+
+class Node;
+
+// The node's ExpertRuntime (created on first use with config().memory_budget
+// and DATA_DIR; shared by every service of that node).
+Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node);
+
+Result<void> AddRuntimeService(Node& node);
+
+// RFC 4648 base64 with padding (the forward wire format).
+std::string Base64Encode(ByteSpan data);
+// kInvalidArgument naming the offset of the first bad character.
+Result<Bytes> Base64Decode(std::string_view text);
+
+}  // namespace tenzro::node

@@ -1,0 +1,82 @@
+#include "runtime/cached_moe.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "runtime/expert_ffn.h"
+
+namespace tenzro::runtime {
+
+Result<void> ComputeRoutedCached(ExpertCache& cache, const std::string& model, int layer,
+                                 const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
+                                 float* out, ThreadPool* pool, bool prefetch) {
+  const int n_tok = static_cast<int>(routing.size());
+  std::vector<size_t> slot_of(n_tok + 1, 0);
+  for (int t = 0; t < n_tok; ++t) slot_of[t + 1] = slot_of[t] + routing[t].experts.size();
+  // Tokens (and their slot) per expert, in token order; experts ascending.
+  std::map<int, std::vector<std::pair<int, size_t>>> by_expert;
+  for (int t = 0; t < n_tok; ++t)
+    for (size_t k = 0; k < routing[t].experts.size(); ++k) {
+      const int e = routing[t].experts[k].expert;
+      if (e < 0) return Error::InvalidArgument("token {} is routed to expert {}", t, e);
+      by_expert[e].push_back({t, slot_of[t] + k});
+    }
+  std::vector<ExpertKey> keys;
+  for (const auto& [e, toks] : by_expert) {
+    ExpertKey key{model, layer, e};
+    if (!cache.Contains(key))
+      return Error::NotFound("token {} is routed to expert {} of {} layer {}, which this node does not hold",
+                             toks.front().first, e, model, layer);
+    keys.push_back(std::move(key));
+  }
+  if (prefetch) cache.Prefetch(keys);
+
+  std::vector<float> ys(slot_of[n_tok] * n_embd);
+  std::vector<float> xb, yb;
+  size_t i_key = 0;
+  for (const auto& [e, toks] : by_expert) {
+    TENZRO_TRY(PinnedExpert pin, cache.Pin(keys[i_key++]));
+    const ExpertWeights& w = pin.weights();
+    if (w.n_embd() != n_embd)
+      return Error::InvalidArgument("expert {} has n_embd {}, the block {}", e, w.n_embd(), n_embd);
+    const int nb = static_cast<int>(toks.size());
+    xb.resize(static_cast<size_t>(nb) * n_embd);
+    yb.resize(xb.size());
+    for (int i = 0; i < nb; ++i)
+      std::memcpy(xb.data() + i * n_embd, x + toks[i].first * n_embd, n_embd * sizeof(float));
+    auto st = ExpertFfn(w, xb.data(), nb, yb.data(), pool);
+    if (!st) return st.error().WithContext(fmt::format("expert {}", e));
+    for (int i = 0; i < nb; ++i)
+      std::memcpy(ys.data() + toks[i].second * n_embd, yb.data() + i * n_embd, n_embd * sizeof(float));
+  }
+  // Same summation as ComputeRoutedExperts (moe_block.cc): routing order.
+  for (int t = 0; t < n_tok; ++t) {
+    float* o = out + t * n_embd;
+    std::fill(o, o + n_embd, 0.0f);
+    for (size_t k = 0; k < routing[t].experts.size(); ++k) {
+      const float wk = routing[t].experts[k].weight;
+      const float* y = ys.data() + (slot_of[t] + k) * n_embd;
+      for (int64_t i = 0; i < n_embd; ++i) o[i] += wk * y[i];
+    }
+  }
+  return Ok();
+}
+
+Result<std::vector<TokenRouting>> ForwardMoeLayer(ExpertCache& cache, const std::string& model, int layer,
+                                                  const GateWeights& gate, const RoutingConfig& routing,
+                                                  const float* x, int n_tok, float* out, ThreadPool* pool,
+                                                  const CachedForwardOptions& options) {
+  if (n_tok < 0) return Error::InvalidArgument("n_tok {} is negative", n_tok);
+  TENZRO_TRY(std::vector<TokenRouting> r, Route(gate.router, routing, x, n_tok, pool));
+  const int64_t n_embd = gate.router.n_embd();
+  TENZRO_CHECK_OK(ComputeRoutedCached(cache, model, layer, r, x, n_embd, out, pool, options.prefetch));
+  if (options.include_shared && gate.shared && n_tok > 0) {
+    std::vector<float> sh(static_cast<size_t>(n_tok) * n_embd);
+    TENZRO_CHECK_OK(SharedExpertFfn(*gate.shared, x, n_tok, sh.data(), pool));
+    for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
+  }
+  return r;
+}
+
+}  // namespace tenzro::runtime
