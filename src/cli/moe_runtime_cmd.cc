@@ -78,8 +78,9 @@ void PrintStatus(const json& s) {
              S(m, "budget"), FormatBytes(m.value("warm_bytes", 0ull)), S(m, "warm_bytes"), S(m, "pinned_bytes"),
              S(m, "cold_bytes"), S(m, "gate_bytes"));
   const json& c = s["counters"];
-  fmt::print("cache: {} hits, {} misses, {} promotions, {} demotions, {} prefetches\n", S(c, "hits"), S(c, "misses"),
-             S(c, "promotions"), S(c, "demotions"), S(c, "prefetches"));
+  fmt::print("cache: {} hits, {} waited for a prefetch, {} misses, {} promotions, {} demotions, {} prefetches\n",
+             S(c, "hits"), S(c, "prefetch_waits"), S(c, "misses"), S(c, "promotions"), S(c, "demotions"),
+             S(c, "prefetches"));
   const json& cp = s["compute"];
   fmt::print("compute: {} ({}; cpu features: {}), {} threads\nGPU: {}\n", S(cp, "backend"), S(cp, "isa"),
              S(cp, "cpu_features"), S(cp, "threads"), S(cp, "gpu"));
@@ -139,8 +140,8 @@ Result<void> RunForward(Globals& g, const ForwardArgs& a) {
     fmt::print("  token {:>4}:{}\n", S(t, "token_index"), ex);
   }
   const json& c = r["cache"];
-  fmt::print("cache: {} hits, {} misses, {} promotions, {} demotions\n", S(c, "hits"), S(c, "misses"),
-             S(c, "promotions"), S(c, "demotions"));
+  fmt::print("cache: {} hits, {} waited for a prefetch, {} misses, {} promotions, {} demotions\n", S(c, "hits"),
+             S(c, "prefetch_waits"), S(c, "misses"), S(c, "promotions"), S(c, "demotions"));
   return Ok();
 }
 

@@ -50,6 +50,7 @@ runtime::RoutingConfig RoutingFromShape(const catalog::ModelShape& s, std::strin
 
 json CacheCounters(const runtime::ExpertCacheStats& s) {
   return {{"hits", s.hits},
+          {"prefetch_waits", s.prefetch_waits},
           {"misses", s.misses},
           {"promotions", s.promotions},
           {"demotions", s.demotions},

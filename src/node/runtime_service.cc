@@ -86,6 +86,7 @@ Result<json> HandleForward(ExpertRuntime& rt, const json& body) {
               {"elapsed_ms", ms},
               {"cache",
                {{"hits", st.hits},
+                {"prefetch_waits", st.prefetch_waits},
                 {"misses", st.misses},
                 {"promotions", st.promotions},
                 {"demotions", st.demotions},

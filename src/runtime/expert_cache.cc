@@ -296,16 +296,15 @@ void ExpertCache::DemoteAll() {
 Result<PinnedExpert> ExpertCache::Pin(const ExpertKey& key) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto deadline = std::chrono::steady_clock::now() + options_.pin_wait;
-  bool missed = false;
+  enum class How : uint8_t { kFirst, kWaitedForPrefetch, kMissed } how = How::kFirst;
   for (;;) {
     auto it = entries_.find(key);
     if (it == entries_.end()) return Error::NotFound("expert {} is not loaded on this node", key.ToString());
     std::shared_ptr<Entry> e = it->second;
     if (e->state == Entry::State::kWarm) {
-      if (!missed) {
-        ++stats_.hits;
-        ++e->hits;
-      }
+      if (how == How::kFirst) ++stats_.hits;
+      if (how == How::kWaitedForPrefetch) ++stats_.prefetch_waits;
+      if (how != How::kMissed) ++e->hits;
       if (e->pins++ == 0) stats_.pinned_bytes += e->info.bytes;
       TouchLocked(*e);
       PinnedExpert p;
@@ -314,16 +313,17 @@ Result<PinnedExpert> ExpertCache::Pin(const ExpertKey& key) {
       p.entry_ = std::move(e);
       return p;
     }
-    if (!missed) {
-      ++stats_.misses;
-      missed = true;
-    }
     const uint64_t bytes = e->info.bytes;
-    if (e->state == Entry::State::kLoading) {  // a prefetch is reading it
+    if (e->state == Entry::State::kLoading) {  // a prefetch (or another Pin) is reading it
+      if (how == How::kFirst) how = How::kWaitedForPrefetch;
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout)
         return Error::DeadlineExceeded("expert {}: still loading after {} ms", key.ToString(),
                                        options_.pin_wait.count());
       continue;
+    }
+    if (how != How::kMissed) {
+      ++stats_.misses;
+      how = How::kMissed;
     }
     if (!MakeRoomLocked(bytes)) {
       if (options_.budget_bytes != 0 && bytes > options_.budget_bytes)

@@ -28,9 +28,11 @@
 // never evicts its own earlier keys. A Pin that finds its expert being
 // loaded by a prefetch waits for that load instead of reading it twice.
 //
-// Counters: hits (Pin found it warm), misses (Pin had to load or wait for a
-// load), promotions (cold -> warm loads, by Pin or prefetch), demotions,
-// prefetches (loads started by Prefetch), prefetch_skipped.
+// Counters: hits (Pin found it warm), prefetch_waits (Pin found it being
+// loaded and waited for that load), misses (Pin had to load it itself),
+// promotions (cold -> warm loads, by Pin or prefetch), demotions, prefetches
+// (loads started by Prefetch), prefetch_skipped. Per expert, `hits` counts
+// the Pins it served without a load of its own.
 //
 // Thread-safety: all methods may be called from any thread. One mutex guards
 // the entry map, the LRU list, the byte accounting and the counters; file
@@ -81,7 +83,8 @@ struct ExpertCacheOptions {
 };
 
 struct ExpertCacheStats {
-  uint64_t hits = 0, misses = 0, promotions = 0, demotions = 0, prefetches = 0, prefetch_skipped = 0;
+  uint64_t hits = 0, prefetch_waits = 0, misses = 0, promotions = 0, demotions = 0, prefetches = 0,
+           prefetch_skipped = 0;
   uint64_t budget_bytes = 0;   // 0 = unlimited
   uint64_t warm_bytes = 0;     // warm + loading
   uint64_t pinned_bytes = 0;

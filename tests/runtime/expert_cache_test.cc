@@ -194,6 +194,8 @@ TEST(ExpertCacheTest, PinWaitsForAPrefetchInFlight) {
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_EQ(FirstGate(p->weights()), 7.5f);
   EXPECT_EQ(loads.load(), 1);  // one read, shared
+  EXPECT_EQ((*c)->stats().prefetch_waits, 1u);
+  EXPECT_EQ((*c)->stats().misses, 0u);
 }
 
 TEST(ExpertCacheTest, ConcurrentRandomAccessNeverExceedsBudget) {
@@ -227,7 +229,7 @@ TEST(ExpertCacheTest, ConcurrentRandomAccessNeverExceedsBudget) {
   EXPECT_LE(s.max_warm_bytes, budget);
   EXPECT_LE(s.warm_bytes, budget);
   EXPECT_EQ(s.pinned_bytes, 0u);
-  EXPECT_EQ(s.hits + s.misses, static_cast<uint64_t>(kThreads * kIters));
+  EXPECT_EQ(s.hits + s.prefetch_waits + s.misses, static_cast<uint64_t>(kThreads * kIters));
   EXPECT_GT(s.demotions, 0u);
   // Every warm expert got there by a promotion; every promotion but those
   // still warm ended in a demotion (Put's own promotions were demoted by
