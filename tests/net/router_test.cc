@@ -133,7 +133,7 @@ TEST(UrlTest, ParseEndpoint) {
   EXPECT_TRUE(IsLoopbackHost("localhost"));
   EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
   EXPECT_FALSE(IsLoopbackHost("127.evil.com"));
-  EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+  EXPECT_FALSE(IsLoopbackHost("203.0.113.7"));
 }
 
 TEST(UrlTest, QueryParams) {
