@@ -80,6 +80,9 @@ Bytes GgufWriter::Meta() const {
 
 Result<Bytes> GgufWriter::Serialize() const {
   Bytes out = Meta();
+  uint64_t total = out.size();
+  for (const auto& t : tensors_) total += Padded(t.data.size());
+  out.reserve(total);  // one allocation: large images are page-fault bound otherwise
   for (const auto& t : tensors_) {
     out.insert(out.end(), t.data.begin(), t.data.end());
     out.resize(Padded(out.size()), 0);
