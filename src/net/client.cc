@@ -10,6 +10,10 @@
 
 namespace tenzro::net {
 
+namespace {
+constexpr size_t kReadBufferBytes = 64 * 1024;
+}  // namespace
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
@@ -93,6 +97,9 @@ struct HttpClient::Impl {
       return NetError("cannot send request to", ec);
     }
     http::response_parser<http::buffer_body> parser;
+    // Beast sizes each socket read by the buffer's free capacity (min 512
+    // bytes): without room, a large body arrives in 512-byte syscalls.
+    if (buffer.capacity() < kReadBufferBytes) buffer.reserve(kReadBufferBytes);
     parser.header_limit(opts.max_header_bytes);
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     arm();
