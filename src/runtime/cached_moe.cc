@@ -5,6 +5,7 @@
 #include <map>
 
 #include "runtime/expert_ffn.h"
+#include "runtime/routed_batches.h"
 
 namespace tenzro::runtime {
 
@@ -12,10 +13,9 @@ Result<void> ComputeRoutedCached(ExpertCache& cache, const std::string& model, i
                                  const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
                                  float* out, ThreadPool* pool, bool prefetch) {
   const int n_tok = static_cast<int>(routing.size());
-  std::vector<size_t> slot_of(n_tok + 1, 0);
-  for (int t = 0; t < n_tok; ++t) slot_of[t + 1] = slot_of[t] + routing[t].experts.size();
+  const std::vector<size_t> slot_of = RoutingSlots(routing);
   // Tokens (and their slot) per expert, in token order; experts ascending.
-  std::map<int, std::vector<std::pair<int, size_t>>> by_expert;
+  std::map<int, ExpertTokens> by_expert;
   for (int t = 0; t < n_tok; ++t)
     for (size_t k = 0; k < routing[t].experts.size(); ++k) {
       const int e = routing[t].experts[k].expert;
@@ -37,29 +37,10 @@ Result<void> ComputeRoutedCached(ExpertCache& cache, const std::string& model, i
   size_t i_key = 0;
   for (const auto& [e, toks] : by_expert) {
     TENZRO_TRY(PinnedExpert pin, cache.Pin(keys[i_key++]));
-    const ExpertWeights& w = pin.weights();
-    if (w.n_embd() != n_embd)
-      return Error::InvalidArgument("expert {} has n_embd {}, the block {}", e, w.n_embd(), n_embd);
-    const int nb = static_cast<int>(toks.size());
-    xb.resize(static_cast<size_t>(nb) * n_embd);
-    yb.resize(xb.size());
-    for (int i = 0; i < nb; ++i)
-      std::memcpy(xb.data() + i * n_embd, x + toks[i].first * n_embd, n_embd * sizeof(float));
-    auto st = ExpertFfn(w, xb.data(), nb, yb.data(), pool);
-    if (!st) return st.error().WithContext(fmt::format("expert {}", e));
-    for (int i = 0; i < nb; ++i)
-      std::memcpy(ys.data() + toks[i].second * n_embd, yb.data() + i * n_embd, n_embd * sizeof(float));
+    TENZRO_CHECK_OK(RunExpertBatch(pin.weights(), e, toks, x, n_embd, ys.data(), pool, xb, yb));
   }
   // Same summation as ComputeRoutedExperts (moe_block.cc): routing order.
-  for (int t = 0; t < n_tok; ++t) {
-    float* o = out + t * n_embd;
-    std::fill(o, o + n_embd, 0.0f);
-    for (size_t k = 0; k < routing[t].experts.size(); ++k) {
-      const float wk = routing[t].experts[k].weight;
-      const float* y = ys.data() + (slot_of[t] + k) * n_embd;
-      for (int64_t i = 0; i < n_embd; ++i) o[i] += wk * y[i];
-    }
-  }
+  CombineRouted(routing, slot_of, ys.data(), n_embd, out);
   return Ok();
 }
 

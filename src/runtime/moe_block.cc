@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/routed_batches.h"
+
 namespace tenzro::runtime {
 
 Result<void> ComputeRoutedExperts(const std::vector<const ExpertWeights*>& experts,
@@ -10,10 +12,9 @@ Result<void> ComputeRoutedExperts(const std::vector<const ExpertWeights*>& exper
                                   float* out, ThreadPool* pool) {
   const int n_tok = static_cast<int>(routing.size());
   // slot_of[t] = first slot of token t in the per-(token, k) output buffer.
-  std::vector<size_t> slot_of(n_tok + 1, 0);
-  for (int t = 0; t < n_tok; ++t) slot_of[t + 1] = slot_of[t] + routing[t].experts.size();
+  const std::vector<size_t> slot_of = RoutingSlots(routing);
   // Tokens (and their slot) per expert, in token order.
-  std::vector<std::vector<std::pair<int, size_t>>> by_expert(experts.size());
+  std::vector<ExpertTokens> by_expert(experts.size());
   for (int t = 0; t < n_tok; ++t) {
     for (size_t k = 0; k < routing[t].experts.size(); ++k) {
       const int e = routing[t].experts[k].expert;
@@ -25,30 +26,10 @@ Result<void> ComputeRoutedExperts(const std::vector<const ExpertWeights*>& exper
   std::vector<float> ys(slot_of[n_tok] * n_embd);
   std::vector<float> xb, yb;
   for (size_t e = 0; e < experts.size(); ++e) {
-    const auto& toks = by_expert[e];
-    if (toks.empty()) continue;
-    const ExpertWeights& w = *experts[e];
-    if (w.n_embd() != n_embd)
-      return Error::InvalidArgument("expert {} has n_embd {}, the block {}", e, w.n_embd(), n_embd);
-    const int nb = static_cast<int>(toks.size());
-    xb.resize(static_cast<size_t>(nb) * n_embd);
-    yb.resize(xb.size());
-    for (int i = 0; i < nb; ++i)
-      std::memcpy(xb.data() + i * n_embd, x + toks[i].first * n_embd, n_embd * sizeof(float));
-    auto st = ExpertFfn(w, xb.data(), nb, yb.data(), pool);
-    if (!st) return st.error().WithContext(fmt::format("expert {}", e));
-    for (int i = 0; i < nb; ++i)
-      std::memcpy(ys.data() + toks[i].second * n_embd, yb.data() + i * n_embd, n_embd * sizeof(float));
+    if (by_expert[e].empty()) continue;
+    TENZRO_CHECK_OK(RunExpertBatch(*experts[e], static_cast<int>(e), by_expert[e], x, n_embd, ys.data(), pool, xb, yb));
   }
-  for (int t = 0; t < n_tok; ++t) {
-    float* o = out + t * n_embd;
-    std::fill(o, o + n_embd, 0.0f);
-    for (size_t k = 0; k < routing[t].experts.size(); ++k) {
-      const float wk = routing[t].experts[k].weight;
-      const float* y = ys.data() + (slot_of[t] + k) * n_embd;
-      for (int64_t i = 0; i < n_embd; ++i) o[i] += wk * y[i];
-    }
-  }
+  CombineRouted(routing, slot_of, ys.data(), n_embd, out);
   return Ok();
 }
 
