@@ -7,6 +7,14 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+# OpenDHT: Debian's CMake config for it is broken; pkg-config plus the
+# targets of what its headers include (msgpack, jsoncpp, OpenSSL).
+pkg_check_modules(OPENDHT REQUIRED IMPORTED_TARGET opendht)
+find_package(msgpack REQUIRED)
+find_package(jsoncpp REQUIRED)
+find_package(OpenSSL REQUIRED)
+# QUIC (src/quic): ngtcp2 + its GnuTLS crypto backend; no CMake config shipped.
+pkg_check_modules(NGTCP2 REQUIRED IMPORTED_TARGET libngtcp2 libngtcp2_crypto_gnutls gnutls)
 if(TENZRO_TESTS)
   find_package(GTest REQUIRED)
 endif()

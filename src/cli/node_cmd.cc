@@ -60,9 +60,11 @@ void RegisterNode(CLI::App& root, Globals& g) {
     if (key == "data_dir" || key == "log_level") continue;  // global --data-dir / --log-level
     flags->values[key];
     flags->options[key] = run->add_option("--" + node::FlagNameForKey(key), flags->values[key], k.help);
+    if (k.repeatable) flags->options[key]->multi_option_policy(CLI::MultiOptionPolicy::Join);
   }
   run->footer(
       "Example: tenzro node run --data-dir /tmp/n1 --http 127.0.0.1:7070 --threads 4\n"
+      "Join a swarm: tenzro node run --data-dir /tmp/n2 --dht-port 4223 --bootstrap 127.0.0.1:4222\n"
       "Config file keys mirror the flags (http = \"127.0.0.1:7070\", threads = 4, log_level = \"debug\").\n"
       "While running, DATA_DIR/node.json names the listeners and DATA_DIR/admin.token holds the admin token.");
   SetAction(run, g, [&root, &g, flags] { return RunNode(root, g, *flags); });

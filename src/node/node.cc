@@ -141,7 +141,7 @@ Result<void> Node::Init() {
 
 nlohmann::json Node::InfoJson() const {
   double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  return {
+  nlohmann::json j = {
       {"version", std::string(NodeVersion())},
       {"pid", static_cast<int64_t>(::getpid())},
       {"data_dir", config_.data_dir},
@@ -152,7 +152,13 @@ nlohmann::json Node::InfoJson() const {
       {"job_threads", config_.job_threads},
       {"routes", {{"admin", admin_router_.Describe()}, {"public", public_router_.Describe()}}},
   };
+  for (const auto& [key, fn] : info_) j[key] = fn();
+  return j;
 }
+
+void Node::AddInfo(std::string key, std::function<nlohmann::json()> fn) { info_.emplace_back(std::move(key), std::move(fn)); }
+
+void Node::OnStop(std::function<void()> fn) { stop_hooks_.push_back(std::move(fn)); }
 
 void Node::AddBuiltinRoutes() {
   admin_router_.Add("GET", "/v1/node/info", [this](const net::Request&) { return net::JsonResponse(InfoJson()); });
@@ -178,6 +184,7 @@ Result<void> Node::Run() {
       {"version", std::string(NodeVersion())},
       {"data_dir", config_.data_dir},
   };
+  for (const auto& [key, fn] : info_) info[key] = fn();
   std::string node_json = config_.data_dir + "/node.json";
   TENZRO_CHECK_OK(WriteFileAtomic(node_json, std::string_view(info.dump(2) + "\n"), 0644));
   loop_->signals.async_wait([this](const boost::system::error_code& ec, int sig) {
@@ -192,6 +199,7 @@ Result<void> Node::Run() {
   } catch (const std::exception& e) {
     spdlog::critical("event loop failed: {}", e.what());
   }
+  for (auto it = stop_hooks_.rbegin(); it != stop_hooks_.rend(); ++it) (*it)();
   spdlog::info("stopping jobs and workers");
   jobs_->Shutdown();
   pool_->Shutdown();

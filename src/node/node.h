@@ -14,8 +14,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 #include "core/thread_pool.h"
@@ -65,6 +70,14 @@ class Node {
   net::Endpoint admin_endpoint() const { return admin_->endpoint(); }
   const std::string& admin_token() const { return token_; }
 
+  // Adds `key` to DATA_DIR/node.json and GET /v1/node/info, computed by `fn`
+  // when they are written/answered (loop thread). Before Run().
+  void AddInfo(std::string key, std::function<nlohmann::json()> fn);
+  // Runs `fn` once when the node stops, after the loop has ended and before
+  // jobs and workers are shut down (e.g. announce "leaving"). Hooks run in
+  // reverse order of registration. Before Run().
+  void OnStop(std::function<void()> fn);
+
  private:
   explicit Node(NodeConfig config);
   Result<void> Init();
@@ -88,6 +101,8 @@ class Node {
   std::string started_at_;  // RFC 3339, UTC
   struct Loop;              // signal set + stop timer (Boost types kept out of this header)
   std::unique_ptr<Loop> loop_;
+  std::vector<std::pair<std::string, std::function<nlohmann::json()>>> info_;
+  std::vector<std::function<void()>> stop_hooks_;
 };
 
 }  // namespace tenzro::node

@@ -95,6 +95,68 @@ const std::vector<NodeConfigKey> kKeys = {
        TENZRO_TRY(c.memory_budget, ParseByteSize(v));
        return Ok();
      }},
+    {"quic", "QUIC (iroh-compatible) endpoint HOST:PORT (port 0 = pick one; off = disabled)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       if (v == "off") {
+         c.quic.clear();
+         return Ok();
+       }
+       return SetEndpoint(c.quic, v);
+     }},
+    {"dht.host", "UDP address the swarm DHT binds (0.0.0.0 for a public holder)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       if (v.empty() || v.size() > 253) return Error::InvalidArgument("'{}' is not a host", v);
+       c.dht_host = std::string(v);
+       return Ok();
+     }},
+    {"dht.port", "UDP port of the swarm DHT (0 = pick one; node.json names it)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.dht_port, ParseUint<uint16_t>(v, 65535));
+       return Ok();
+     }},
+    {"bootstrap", "DHT node HOST:PORT to join through (repeatable; none = a network of one)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       // Several may come in one value, separated by commas or newlines.
+       size_t start = 0;
+       while (start <= v.size()) {
+         size_t end = v.find_first_of(",\n", start);
+         if (end == std::string_view::npos) end = v.size();
+         std::string_view one = v.substr(start, end - start);
+         while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+         while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+         if (!one.empty()) {
+           size_t colon = one.rfind(':');
+           if (colon == std::string_view::npos || colon == 0)
+             return Error::InvalidArgument("'{}' is not HOST:PORT", one);
+           TENZRO_TRY(uint16_t port, ParseUint<uint16_t>(one.substr(colon + 1), 65535));
+           if (port == 0) return Error::InvalidArgument("'{}': port 0 cannot be dialed", one);
+           c.bootstrap.emplace_back(one);
+         }
+         start = end + 1;
+       }
+       return Ok();
+     },
+     /*repeatable=*/true},
+    {"advertise", "Host peers reach this node at (default: the http listener's host)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       if (v.size() > 253) return Error::InvalidArgument("'{}' is not a host", v);
+       c.advertise = std::string(v);
+       return Ok();
+     }},
+    {"swarm.refresh_ms", "Re-publish this node's declarations every N ms",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t ms, ParseUint<uint32_t>(v, 3'600'000));
+       if (ms < 100) return Error::InvalidArgument("must be at least 100");
+       c.swarm_refresh_ms = ms;
+       return Ok();
+     }},
+    {"swarm.ttl_s", "Declarations expire N seconds after publication (keep above the refresh)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t s, ParseUint<uint32_t>(v, 7 * 24 * 3600));
+       if (s == 0) return Error::InvalidArgument("must be positive");
+       c.swarm_ttl_s = s;
+       return Ok();
+     }},
 };
 
 // Renders a TOML scalar as the text a flag would carry.
@@ -116,6 +178,15 @@ Result<void> ApplyTable(const toml::table& t, const std::string& prefix, std::st
     };
     if (const toml::table* sub = node.as_table()) {
       TENZRO_CHECK_OK(ApplyTable(*sub, key + ".", origin, cfg));
+      continue;
+    }
+    if (const toml::array* arr = node.as_array()) {
+      for (const toml::node& el : *arr) {
+        auto text = ScalarText(el);
+        if (!text) return text.error().WithContext(where());
+        auto r = ApplyConfigValue(cfg, key, *text);
+        if (!r) return Error(r.error().code(), fmt::format("{}:{}: {}", origin, el.source().begin.line, r.error().message()));
+      }
       continue;
     }
     auto text = ScalarText(node);

@@ -29,6 +29,14 @@ struct NodeConfig {
   uint32_t read_timeout_ms = 30000;
   bool debug_routes = false;            // POST /v1/debug/jobs (tests only)
   uint64_t memory_budget = 0;           // warm expert bytes (runtime/expert_cache.h); 0 = unlimited
+  std::string quic = "127.0.0.1:0";     // QUIC endpoint (node/quic_service.h); "" = off
+  // Swarm (node/swarm_service.h).
+  std::string dht_host = "127.0.0.1";   // UDP address the DHT binds
+  uint16_t dht_port = 0;                // 0 = pick one (DATA_DIR/node.json names it)
+  std::vector<std::string> bootstrap;   // DHT nodes "HOST:PORT"; none = a network of one
+  std::string advertise;                // host peers reach this node at; "" = the http listener's host
+  uint32_t swarm_refresh_ms = 20000;    // declarations re-published this often
+  uint32_t swarm_ttl_s = 60;            // and expire this long after publication
 };
 
 // One configurable key.
@@ -38,6 +46,9 @@ struct NodeConfigKey {
   // Parses `value` (the TOML value rendered as text, or the flag's argument)
   // into `cfg`; the error message describes the expected form.
   Result<void> (*set)(NodeConfig& cfg, std::string_view value);
+  // The flag may be given several times (each value is applied in turn);
+  // the TOML key takes an array of strings.
+  bool repeatable = false;
 };
 
 // The table of keys, in documentation order.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/bytes.h"
+#include "swarm/envelope.h"
 
 namespace tenzro::swarm {
 
@@ -13,15 +14,8 @@ namespace {
 constexpr int kMaxIndex = 1 << 20;        // layer / expert bound
 constexpr size_t kMaxShortString = 256;   // model, formats, hashes, addresses
 
-std::string_view Envelope0() { return "{\"body\":"; }
-std::string_view Envelope1() { return ",\"sig\":\""; }
-std::string_view Envelope2() { return "\",\"v\":1}"; }
-
 // Exact size of the record that EncodeRecord produces for `body_text`.
-size_t RecordBytes(const std::string& body_text) {
-  return Envelope0().size() + json(body_text).dump().size() + Envelope1().size() + 2 * kSignatureBytes +
-         Envelope2().size();
-}
+size_t RecordBytes(const std::string& body_text) { return EnvelopeBytes(body_text); }
 
 bool PrintableAscii(std::string_view s) {
   for (char c : s) {
@@ -72,6 +66,11 @@ json ExpertJson(const HeldExpert& e) {
               {"layer", e.layer},    {"tier", TierName(e.tier)}, {"tps", e.served_tps}, {"up", e.up_format}};
 }
 json GateJson(const HeldGate& g) { return json{{"blob", g.blob_hash}, {"layer", g.layer}}; }
+json OfferJson(const OfferedBlob& o) {
+  json j{{"blob", o.blob_hash}, {"layer", o.layer}};
+  if (o.expert >= 0) j["expert"] = o.expert;
+  return j;
+}
 
 }  // namespace
 
@@ -91,7 +90,7 @@ json DeclarationToJson(const Declaration& d) {
   for (const auto& e : d.endpoints) endpoints.push_back(EndpointJson(e));
   for (const auto& e : d.experts) experts.push_back(ExpertJson(e));
   for (const auto& g : d.gates) gates.push_back(GateJson(g));
-  return json{{"endpoints", std::move(endpoints)},
+  json j{{"endpoints", std::move(endpoints)},
               {"experts", std::move(experts)},
               {"free_bytes", d.free_bytes},
               {"gates", std::move(gates)},
@@ -104,6 +103,12 @@ json DeclarationToJson(const Declaration& d) {
               {"state", HolderStateName(d.state)},
               {"ts_ms", d.timestamp_ms},
               {"ttl_s", d.ttl_s}};
+  if (!d.offers.empty()) {
+    json offers = json::array();
+    for (const auto& o : d.offers) offers.push_back(OfferJson(o));
+    j["offers"] = std::move(offers);
+  }
+  return j;
 }
 
 Result<Declaration> DeclarationFromJson(const json& j) {
@@ -178,6 +183,23 @@ Result<Declaration> DeclarationFromJson(const json& j) {
     TENZRO_TRY(hg.blob_hash, GetString(g, "blob", ctx, /*allow_empty=*/true));
     d.gates.push_back(std::move(hg));
   }
+  if (Member(j, "offers")) {  // optional
+    TENZRO_TRY(const json* offers, GetArray(j, "offers", ""));
+    for (size_t i = 0; i < offers->size(); ++i) {
+      const json& o = (*offers)[i];
+      std::string ctx = fmt::format("offers[{}].", i);
+      if (!o.is_object()) return Error::Corruption("declaration: {} is not an object", ctx);
+      OfferedBlob ob;
+      TENZRO_TRY(uint64_t layer, GetU64(o, "layer", ctx, kMaxIndex));
+      ob.layer = static_cast<int>(layer);
+      if (Member(o, "expert")) {
+        TENZRO_TRY(uint64_t expert, GetU64(o, "expert", ctx, kMaxIndex));
+        ob.expert = static_cast<int>(expert);
+      }
+      TENZRO_TRY(ob.blob_hash, GetString(o, "blob", ctx));
+      d.offers.push_back(std::move(ob));
+    }
+  }
   return d;
 }
 
@@ -198,6 +220,10 @@ Result<std::string> CanonicalBody(const Declaration& d) {
   for (const auto& g : d.gates) {
     strings.push_back({"gate.blob", g.blob_hash});
     if (g.layer < 0) return Error::InvalidArgument("declaration: negative gate layer");
+  }
+  for (const auto& o : d.offers) {
+    strings.push_back({"offer.blob", o.blob_hash});
+    if (o.layer < 0 || o.expert < -1) return Error::InvalidArgument("declaration: negative offer layer/expert");
   }
   for (const auto& [field, s] : strings) {
     if (s.size() > kMaxShortString || !PrintableAscii(s)) {
@@ -221,48 +247,11 @@ Result<std::string> EncodeRecord(const Declaration& d, const Identity& id) {
     return Error::ResourceExhausted("declaration: record of {} bytes exceeds {} (split it into parts)",
                                     RecordBytes(body), kMaxRecordBytes);
   }
-  std::string message(kDeclarationDomain);
-  message += body;
-  Signature sig = id.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(message.data()), message.size()));
-  std::string out(Envelope0());
-  out += json(body).dump();
-  out += Envelope1();
-  out += ToHex(sig);
-  out += Envelope2();
-  return out;
+  return SealEnvelope(kDeclarationDomain, body, id);
 }
 
 Result<Declaration> DecodeRecord(std::string_view record) {
-  if (record.size() > kMaxRecordBytes) {
-    return Error::Corruption("declaration record: {} bytes exceeds the {} byte limit", record.size(), kMaxRecordBytes);
-  }
-  json env = json::parse(record.begin(), record.end(), nullptr, /*allow_exceptions=*/false);
-  if (env.is_discarded() || !env.is_object()) return Error::Corruption("declaration record: not a JSON object");
-  const json* v = Member(env, "v");
-  if (!v || !v->is_number_integer()) return Error::Corruption("declaration record: v missing or not an integer");
-  if (*v != kDeclarationVersion) return Error::Unsupported("declaration record: version {} (this build reads 1)", v->dump());
-  const json* body_v = Member(env, "body");
-  const json* sig_v = Member(env, "sig");
-  if (!body_v || !body_v->is_string()) return Error::Corruption("declaration record: body missing or not a string");
-  if (!sig_v || !sig_v->is_string()) return Error::Corruption("declaration record: sig missing or not a string");
-  const std::string& body_text = body_v->get_ref<const std::string&>();
-  Signature sig;
-  if (!FromHex(sig_v->get_ref<const std::string&>(), sig)) {
-    return Error::Corruption("declaration record: sig is not {} hex digits", 2 * kSignatureBytes);
-  }
-  json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) return Error::Corruption("declaration record: body is not a JSON object");
-  const json* node_id = Member(body, "node_id");
-  if (!node_id || !node_id->is_string() || !IsValidNodeId(node_id->get_ref<const std::string&>())) {
-    return Error::Corruption("declaration: node_id missing or not 64 lower-case hex digits");
-  }
-  std::string message(kDeclarationDomain);
-  message += body_text;
-  if (!Verify(node_id->get_ref<const std::string&>(),
-              ByteSpan(reinterpret_cast<const uint8_t*>(message.data()), message.size()), sig)) {
-    return Error::PermissionDenied("declaration: signature does not verify for node_id {}",
-                                   node_id->get_ref<const std::string&>());
-  }
+  TENZRO_TRY(json body, OpenEnvelope(kDeclarationDomain, record, kMaxRecordBytes, "declaration record"));
   return DeclarationFromJson(body);
 }
 
@@ -271,6 +260,7 @@ Result<std::vector<Declaration>> Split(const Declaration& d, size_t max_record_b
   Declaration base = d;
   base.experts.clear();
   base.gates.clear();
+  base.offers.clear();
   base.part = (1 << 16) - 1;  // widest part numbers, so the estimate is an upper bound
   base.parts = 1 << 16;
   TENZRO_TRY(std::string base_body, CanonicalBody(base));
@@ -300,7 +290,14 @@ Result<std::vector<Declaration>> Split(const Declaration& d, size_t max_record_b
     cur.gates.push_back(g);
     cur_bytes += n;
   }
-  if (parts.empty() || !cur.experts.empty() || !cur.gates.empty()) flush();
+  for (const auto& o : d.offers) {
+    size_t n = entry_bytes(OfferJson(o)) + 12;  // + the "offers" member of the first offer in a part
+    if (base_bytes + n > max_record_bytes) return Error::ResourceExhausted("declaration: one offer entry exceeds the record limit");
+    if (cur_bytes + n > max_record_bytes) flush();
+    cur.offers.push_back(o);
+    cur_bytes += n;
+  }
+  if (parts.empty() || !cur.experts.empty() || !cur.gates.empty() || !cur.offers.empty()) flush();
   if (parts.size() > (1u << 16)) return Error::ResourceExhausted("declaration: more than 65536 parts");
   for (size_t i = 0; i < parts.size(); ++i) {
     parts[i].part = static_cast<uint32_t>(i);

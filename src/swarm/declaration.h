@@ -59,12 +59,23 @@ struct HeldGate {
   bool operator==(const HeldGate&) const = default;
 };
 
+// A blob this node serves without holding it loaded (e.g. an expert it
+// prepared): lets a rebalancer find the blob of an uncovered expert.
+// expert == -1 names the layer's gate. Not counted as a replica.
+struct OfferedBlob {
+  int layer = 0;
+  int expert = -1;
+  std::string blob_hash;
+  bool operator==(const OfferedBlob&) const = default;
+};
+
 struct Declaration {
   std::string node_id;  // 64 lower-case hex (the signer's public key)
   std::string model;
   std::vector<Endpoint> endpoints;
   std::vector<HeldExpert> experts;
   std::vector<HeldGate> gates;
+  std::vector<OfferedBlob> offers;  // optional on the wire ("offers")
   uint64_t memory_budget = 0;  // bytes
   uint64_t free_bytes = 0;
   HolderState state = HolderState::kServing;

@@ -10,6 +10,7 @@ std::string_view IngestOutcomeName(IngestOutcome o) {
     case IngestOutcome::kLeft: return "left";
     case IngestOutcome::kMalformed: return "malformed";
     case IngestOutcome::kBadSignature: return "bad_signature";
+    case IngestOutcome::kDuplicate: return "duplicate";
     case IngestOutcome::kReplay: return "replay";
     case IngestOutcome::kExpired: return "expired";
     case IngestOutcome::kFuture: return "future";
@@ -41,7 +42,8 @@ IngestOutcome DeclarationTable::IngestVerified(const Declaration& d, int64_t now
   }
   Key key{d.node_id, d.model, d.part};
   auto it = parts_.find(key);
-  if (it != parts_.end() && it->second.expires_ms() > now_ms && d.seq <= it->second.seq) return IngestOutcome::kReplay;
+  if (it != parts_.end() && it->second.expires_ms() > now_ms && d.seq <= it->second.seq)
+    return d.seq == it->second.seq ? IngestOutcome::kDuplicate : IngestOutcome::kReplay;
 
   // Parts of (node, model) beyond the new part count, or older than a
   // leaving record, are gone.

@@ -28,7 +28,8 @@ enum class IngestOutcome : uint8_t {
   kLeft,          // a valid "leaving" record: the holder was removed
   kMalformed,     // size, JSON, fields or version
   kBadSignature,  // forged, or signed by a key other than the claimed node id
-  kReplay,        // seq not above the one held (or the leaving tombstone)
+  kDuplicate,     // the record held already (same seq): nothing new
+  kReplay,        // seq below the one held (or not above the leaving tombstone)
   kExpired,       // timestamp + ttl <= now
   kFuture,        // timestamp more than max_clock_skew_ms ahead of now
 };

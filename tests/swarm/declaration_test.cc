@@ -243,7 +243,7 @@ TEST(DeclarationTableTest, ReplayExpiryLeaving) {
   EXPECT_EQ(t.Models(kNow), std::vector<std::string>{"tiny-qwen35moe"});
 
   // Replays: equal and older sequence numbers.
-  EXPECT_EQ(t.Ingest(Encode(Sample(a, 5), a), kNow), IngestOutcome::kReplay);
+  EXPECT_EQ(t.Ingest(Encode(Sample(a, 5), a), kNow), IngestOutcome::kDuplicate);
   Declaration older = Sample(a, 4);
   older.free_bytes = 7;
   EXPECT_EQ(t.Ingest(Encode(older, a), kNow, &detail), IngestOutcome::kReplay);

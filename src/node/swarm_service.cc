@@ -1,0 +1,451 @@
+#include "node/swarm_service.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "catalog/catalog.h"
+#include "catalog/expert_bytes.h"
+#include "net/client.h"
+#include "net/json_http.h"
+#include "node/moe_services.h"
+#include "node/node.h"
+#include "node/runtime_service.h"
+#include "swarm/dht_transport.h"
+#include "swarm/rebalance.h"
+#include "swarm/shard_map.h"
+
+namespace tenzro::node {
+
+namespace {
+
+using nlohmann::json;
+
+struct SwarmState {
+  std::shared_ptr<swarm::DhtTransport> dht;
+  std::shared_ptr<swarm::SwarmAgent> agent;
+  std::mutex rtt_mu;
+  std::map<std::string, std::pair<double, int64_t>> rtt;  // peer URL -> (ms, measured at unix ms)
+};
+
+std::mutex g_mu;
+std::map<Node*, std::shared_ptr<SwarmState>> g_states;
+
+// "q4_K/q4_K/q6_K" -> the three names (missing parts stay empty).
+std::array<std::string, 3> SplitFormats(const std::string& f) {
+  std::array<std::string, 3> out;
+  size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    size_t end = f.find('/', start);
+    out[i] = f.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  for (auto& s : out) {
+    if (s.empty()) s = "?";
+  }
+  return out;
+}
+
+// What the node holds, grouped per model, plus the blobs it prepared.
+std::vector<swarm::Declaration> Holdings(Node& node, swarm::SwarmAgent* agent) {
+  auto rt = NodeExpertRuntime(node);
+  if (!rt) return {};
+  std::map<std::string, swarm::Declaration> by_model;
+  std::set<std::string> held_hashes;
+  for (const ExpertRuntime::Holding& h : (*rt)->Holdings()) {
+    swarm::Declaration& d = by_model[h.model];
+    d.model = h.model;
+    if (!h.blob_hash.empty()) {
+      held_hashes.insert(h.blob_hash);
+      agent->Provide(h.blob_hash);
+    }
+    if (h.expert < 0) {
+      d.gates.push_back({h.layer, h.blob_hash});
+      continue;
+    }
+    auto f = SplitFormats(h.formats);
+    d.experts.push_back(swarm::HeldExpert{h.layer, h.expert, f[0], f[1], f[2], h.blob_hash,
+                                          h.warm ? swarm::Tier::kWarm : swarm::Tier::kCold, 0});
+  }
+  // Blobs prepared here: offered, so others can adopt uncovered experts.
+  for (const JobInfo& j : node.jobs().List()) {
+    if (j.kind != kPrepareJobKind || j.state != JobState::kDone || !j.result.is_object()) continue;
+    const json& r = j.result;
+    if (!r.contains("model_id") || !r["model_id"].is_string() || !r.contains("layer") ||
+        !r["layer"].is_number_integer())
+      continue;
+    const std::string model = r["model_id"].get<std::string>();
+    const int layer = r["layer"].get<int>();
+    auto add = [&](int expert, const json& one) {
+      if (!one.is_object() || !one.contains("hash") || !one["hash"].is_string()) return;
+      const std::string hash = one["hash"].get<std::string>();
+      agent->Provide(hash);
+      if (held_hashes.count(hash)) return;
+      swarm::Declaration& d = by_model[model];
+      d.model = model;
+      d.offers.push_back({layer, expert, hash});
+    };
+    if (r.contains("experts") && r["experts"].is_array()) {
+      for (const json& e : r["experts"]) {
+        if (e.is_object() && e.contains("expert") && e["expert"].is_number_integer()) add(e["expert"].get<int>(), e);
+      }
+    }
+    if (r.contains("gate")) add(-1, r["gate"]);
+  }
+  const auto st = (*rt)->cache().stats();
+  std::vector<swarm::Declaration> out;
+  for (auto& [m, d] : by_model) {
+    d.memory_budget = st.budget_bytes;
+    d.free_bytes = st.budget_bytes == 0 ? 0 : st.budget_bytes - std::min(st.budget_bytes, st.warm_bytes);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// The HTTP endpoint peers reach this node at.
+std::string AdvertisedHttp(Node& node) {
+  net::Endpoint ep = node.http_endpoint();
+  std::string host = node.config().advertise;
+  if (host.empty()) host = ep.host;
+  if (host == "0.0.0.0" || host == "::") {
+    spdlog::warn("swarm: http listens on {} and no --advertise host is set; advertising 127.0.0.1", host);
+    host = "127.0.0.1";
+  }
+  return net::Endpoint{host, ep.port}.Url();
+}
+
+// Measured round trip to a peer's /v1/health (cached 30 s); -1 if unreachable.
+double PeerRttMs(SwarmState& st, const std::string& url) {
+  const int64_t now = swarm::UnixMillis();
+  {
+    std::lock_guard<std::mutex> lock(st.rtt_mu);
+    auto it = st.rtt.find(url);
+    if (it != st.rtt.end() && now - it->second.second < 30000) return it->second.first;
+  }
+  double ms = -1;
+  if (auto ep = net::ParseEndpoint(url); ep) {
+    net::ClientOptions o;
+    o.connect_timeout = std::chrono::milliseconds(1000);
+    o.timeout = std::chrono::milliseconds(2000);
+    net::HttpClient c(*ep, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = c.Send("GET", "/v1/health");
+    if (r && r->ok()) ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::lock_guard<std::mutex> lock(st.rtt_mu);
+  st.rtt[url] = {ms, now};
+  return ms;
+}
+
+// Providers of a blob as HTTP URLs, fastest first (unreachable ones last).
+std::vector<std::string> ProviderUrls(SwarmState& st, const std::string& hash) {
+  auto recs = st.agent->FindProviders(hash);
+  if (!recs) {
+    spdlog::warn("swarm: provider lookup for {} failed: {}", hash, recs.error().ToString());
+    return {};
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& r : *recs) {
+    for (const auto& ep : r.endpoints) {
+      if (ep.kind != "http") continue;
+      double ms = PeerRttMs(st, ep.address);
+      ranked.emplace_back(ms < 0 ? 1e12 : ms, ep.address);
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (auto& [ms, url] : ranked) out.push_back(std::move(url));
+  return out;
+}
+
+Result<std::shared_ptr<SwarmState>> StateOf(Node& node) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_states.find(&node);
+  if (it != g_states.end()) return it->second;
+  const NodeConfig& cfg = node.config();
+  TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
+  swarm::DhtOptions dopt;
+  dopt.bind_host = cfg.dht_host;
+  dopt.port = cfg.dht_port;
+  dopt.bootstrap = cfg.bootstrap;
+  TENZRO_TRY(std::unique_ptr<swarm::DhtTransport> dht, swarm::DhtTransport::Start(dopt));
+  auto st = std::make_shared<SwarmState>();
+  st->dht = std::move(dht);
+  swarm::AgentOptions aopt;
+  aopt.refresh = std::chrono::milliseconds(cfg.swarm_refresh_ms);
+  aopt.ttl_s = cfg.swarm_ttl_s;
+  std::vector<swarm::Endpoint> eps = {{"http", AdvertisedHttp(node)}};
+  Node* n = &node;
+  swarm::SwarmAgent* agent_ptr = nullptr;
+  st->agent = std::make_shared<swarm::SwarmAgent>(
+      st->dht, std::move(id), std::move(eps), aopt,
+      [n, &agent_ptr, s = st.get()] { return Holdings(*n, s->agent.get()); });
+  (void)agent_ptr;
+  spdlog::info("swarm: node id {} DHT udp {}:{} bootstrap [{}]", st->agent->node_id(), cfg.dht_host,
+               st->dht->port(), fmt::join(cfg.bootstrap, ", "));
+  g_states[&node] = st;
+  return st;
+}
+
+Result<double> QueryDouble(const net::Request& r, std::string_view key, double def) {
+  auto v = r.QueryParam(key);
+  if (!v) return def;
+  char* end = nullptr;
+  std::string s(*v);
+  double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(x))
+    return Error::InvalidArgument("query parameter {}='{}' is not a number", key, s);
+  return x;
+}
+
+Result<std::string> QueryModel(const net::Request& r) {
+  auto m = r.QueryParam("model");
+  if (!m || m->empty()) return Error::InvalidArgument("query parameter 'model' is required");
+  return catalog::NormalizeModelId(*m);
+}
+
+// The model's shape: catalog / built-in table, else what the declarations
+// show (layers and experts up to the largest index seen).
+catalog::ModelShape ShapeFor(Node& node, const std::string& model, std::span<const swarm::Declaration> live,
+                             std::string* source) {
+  if (auto rs = catalog::ResolveShape(model, std::nullopt, node.data_dir()); rs) {
+    *source = std::string(catalog::ShapeSourceName(rs->source));
+    return rs->shape;
+  }
+  catalog::ModelShape s;
+  s.id = model;
+  int n_layer = 0;
+  std::map<int, int> n_expert;
+  for (const auto& d : live) {
+    for (const auto& e : d.experts) {
+      n_layer = std::max(n_layer, e.layer + 1);
+      n_expert[e.layer] = std::max(n_expert[e.layer], e.expert + 1);
+    }
+    for (const auto& o : d.offers) {
+      n_layer = std::max(n_layer, o.layer + 1);
+      if (o.expert >= 0) n_expert[o.layer] = std::max(n_expert[o.layer], o.expert + 1);
+    }
+  }
+  int widest = 0;
+  for (auto& [l, n] : n_expert) widest = std::max(widest, n);
+  s.n_layer = n_layer;
+  s.layers.resize(n_layer);
+  for (auto& [l, n] : n_expert) {
+    s.layers[l].moe = true;
+    s.layers[l].n_expert = widest;  // experts of a layer are numbered 0..n-1 alike
+  }
+  *source = "declarations";
+  return s;
+}
+
+struct ShardMapQuery {
+  swarm::ShardMap map;
+  std::vector<swarm::Declaration> live;
+  std::string shape_source;
+};
+
+Result<ShardMapQuery> QueryShardMap(Node& node, SwarmState& st, const std::string& model, int min_providers,
+                                    double hot_tps) {
+  ShardMapQuery q;
+  TENZRO_TRY(q.live, st.agent->Live(model));
+  catalog::ModelShape shape = ShapeFor(node, model, q.live, &q.shape_source);
+  swarm::ShardMapOptions o;
+  o.min_providers = min_providers;
+  o.hot_tps = hot_tps;
+  TENZRO_TRY(q.map, swarm::BuildShardMap(shape, q.live, o));
+  return q;
+}
+
+net::Response Answer(const Result<json>& r) {
+  if (!r) return net::ErrorResponse(r.error());
+  return net::JsonResponse(*r);
+}
+
+Result<json> Rebalance(Node& node, SwarmState& st, const json& body) {
+  if (!body.contains("model") || !body["model"].is_string())
+    return Error::InvalidArgument("request: missing field 'model'");
+  TENZRO_TRY(std::string model, catalog::NormalizeModelId(body["model"].get<std::string>()));
+  const bool apply = body.value("apply", false);
+  const int min_providers = body.value("min_providers", 2);
+  const double hot_tps = body.value("hot_tps", 10.0);
+  const int64_t max_adopt = body.value("max", int64_t{-1});
+  TENZRO_TRY(ShardMapQuery q, QueryShardMap(node, st, model, min_providers, hot_tps));
+  TENZRO_TRY(auto rt, NodeExpertRuntime(node));
+  const auto cs = rt->cache().stats();
+  swarm::RebalanceInput in;
+  in.self_node_id = st.agent->node_id();
+  in.memory_budget = cs.budget_bytes;
+  in.free_bytes = cs.budget_bytes == 0 ? 0 : cs.budget_bytes - std::min(cs.budget_bytes, cs.warm_bytes);
+  if (max_adopt >= 0) in.max_adopt = static_cast<size_t>(max_adopt);
+  // One expert's size: what this node already holds, else the shape's q4_k_m.
+  for (const auto& e : rt->cache().List()) {
+    if (e.key.model == model) {
+      in.expert_bytes = std::max(in.expert_bytes, e.bytes);
+    }
+  }
+  if (in.expert_bytes == 0) {
+    if (auto rs = catalog::ResolveShape(model, std::nullopt, node.data_dir()); rs) {
+      if (auto t = catalog::FormatTypes(rs->shape, "q4_k_m", 0); t)
+        if (auto b = catalog::ExpertBytes(rs->shape.n_embd, rs->shape.n_ff_exp, *t); b) in.expert_bytes = *b;
+    }
+  }
+  swarm::RebalancePlan plan = swarm::PlanRebalance(q.map, q.live, in);
+  json out = swarm::RebalancePlanToJson(plan);
+  out["model"] = model;
+  out["node_id"] = in.self_node_id;
+  out["expert_bytes_estimate"] = in.expert_bytes;
+  out["free_bytes"] = in.free_bytes;
+  out["memory_budget"] = in.memory_budget;
+  out["applied"] = apply;
+  if (!apply) return out;
+  json results = json::array();
+  int loaded = 0;
+  for (const swarm::Adoption& a : plan.adopt) {
+    LoadSource src;
+    src.file = "tenzro://blob/" + a.blob_hash;
+    // The holders/offerers named in the declarations first, then whatever
+    // provider lookup finds (ExpertRuntime falls back to it when from is "").
+    json one = {{"layer", a.layer}, {"expert", a.expert}, {"blob", a.blob_hash}};
+    Result<json> r = Error::NotFound("no source");
+    for (const auto& [id, eps] : a.sources) {
+      for (const auto& ep : eps) {
+        if (ep.kind != "http") continue;
+        src.from = ep.address;
+        r = rt->LoadExpert(model, a.layer, a.expert, src);
+        if (r) break;
+      }
+      if (r) break;
+    }
+    if (!r) {
+      src.from.clear();
+      r = rt->LoadExpert(model, a.layer, a.expert, src);
+    }
+    if (r) {
+      ++loaded;
+      one["ok"] = true;
+      one["tier"] = (*r).value("tier", "");
+      one["fetched_from"] = (*r).value("fetched_from", "");
+    } else {
+      one["ok"] = false;
+      one["error"] = r.error().ToString();
+    }
+    results.push_back(std::move(one));
+  }
+  out["results"] = results;
+  out["loaded"] = loaded;
+  if (loaded > 0) {
+    if (auto p = st.agent->Publish(); !p) out["publish_error"] = p.error().ToString();
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<swarm::SwarmAgent>> NodeSwarm(Node& node) {
+  TENZRO_TRY(auto st, StateOf(node));
+  return st->agent;
+}
+
+std::vector<std::string> NodeBlobProviders(Node& node, const std::string& blob_hash) {
+  auto st = StateOf(node);
+  if (!st) return {};
+  return ProviderUrls(**st, blob_hash);
+}
+
+Result<void> AddSwarmService(Node& node) {
+  TENZRO_TRY(std::shared_ptr<SwarmState> st, StateOf(node));
+  std::weak_ptr<SwarmState> weak = st;
+  node.AddInfo("node_id", [st] { return json(st->agent->node_id()); });
+  node.AddInfo("dht_port", [st] { return json(st->dht->port()); });
+  node.AddInfo("dht", [st, &node] {
+    return json{{"host", node.config().dht_host}, {"port", st->dht->port()}, {"bootstrap", node.config().bootstrap}};
+  });
+  node.OnStop([&node] {
+    std::shared_ptr<SwarmState> s;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = g_states.find(&node);
+      if (it == g_states.end()) return;
+      s = it->second;
+      g_states.erase(it);
+    }
+    spdlog::info("swarm: announcing leaving");
+    s->agent->Stop(/*announce_leaving=*/true);
+  });
+
+  ThreadPool* pool = &node.pool();
+  net::Router& r = node.admin_router();
+  r.Add("GET", "/v1/swarm/info", [st](const net::Request&) {
+    json j = st->agent->Stats();
+    const auto ds = st->dht->stats();
+    json eps = json::array();
+    for (const auto& e : st->agent->endpoints()) eps.push_back({{"kind", e.kind}, {"addr", e.address}});
+    j["endpoints"] = eps;
+    j["dht"] = {{"port", st->dht->port()}, {"good_nodes", ds.good_nodes}, {"dubious_nodes", ds.dubious_nodes},
+                {"incoming_nodes", ds.incoming_nodes}};
+    j["models"] = st->agent->KnownModels();
+    return net::JsonResponse(j);
+  });
+  r.AddOnPool("GET", "/v1/swarm/declarations", pool, [st](const net::Request& http) {
+    return Answer([&]() -> Result<json> {
+      TENZRO_TRY(std::string model, QueryModel(http));
+      TENZRO_TRY(auto live, st->agent->Live(model));
+      json arr = json::array();
+      for (const auto& d : live) arr.push_back(swarm::DeclarationToJson(d));
+      return json{{"model", model}, {"declarations", arr}};
+    }());
+  });
+  r.AddOnPool("GET", "/v1/swarm/shard-map", pool, [st, &node](const net::Request& http) {
+    auto q = [&]() -> Result<ShardMapQuery> {
+      TENZRO_TRY(std::string model, QueryModel(http));
+      TENZRO_TRY(double minp, QueryDouble(http, "min_providers", 2));
+      TENZRO_TRY(double hot, QueryDouble(http, "hot_tps", 10));
+      if (minp < 1 || minp > 1000 || minp != static_cast<int>(minp))
+        return Error::InvalidArgument("min_providers must be an integer in 1..1000");
+      return QueryShardMap(node, *st, model, static_cast<int>(minp), hot);
+    }();
+    if (!q) return net::ErrorResponse(q.error());
+    if (http.QueryParam("format").value_or("") == "svg") {
+      net::Response resp;
+      resp.content_type = "image/svg+xml";
+      resp.body = swarm::ShardMapToSvg(q->map);
+      return resp;
+    }
+    json j = swarm::ShardMapToJson(q->map);
+    j["shape_source"] = q->shape_source;
+    return net::JsonResponse(j);
+  });
+  r.AddOnPool("GET", "/v1/swarm/providers", pool, [st](const net::Request& http) {
+    return Answer([&]() -> Result<json> {
+      auto h = http.QueryParam("hash");
+      if (!h || h->empty()) return Error::InvalidArgument("query parameter 'hash' is required");
+      TENZRO_TRY(auto recs, st->agent->FindProviders(*h));
+      json arr = json::array();
+      for (const auto& p : recs) {
+        json eps = json::array();
+        for (const auto& e : p.endpoints) eps.push_back({{"kind", e.kind}, {"addr", e.address}});
+        arr.push_back({{"node_id", p.node_id}, {"endpoints", eps}, {"ts_ms", p.timestamp_ms}, {"ttl_s", p.ttl_s}});
+      }
+      return json{{"hash", *h}, {"providers", arr}};
+    }());
+  });
+  r.AddOnPool("POST", "/v1/swarm/publish", pool, [st](const net::Request&) {
+    return Answer([&]() -> Result<json> {
+      TENZRO_CHECK_OK(st->agent->Publish());
+      return st->agent->Stats();
+    }());
+  });
+  r.AddOnPool("POST", "/v1/moe/rebalance", pool, [st, &node](const net::Request& http) {
+    auto body = net::ParseJsonBody(http.body);
+    if (!body) return net::ErrorResponse(body.error());
+    return Answer(Rebalance(node, *st, *body));
+  });
+  st->agent->Start();
+  return Ok();
+}
+
+}  // namespace tenzro::node

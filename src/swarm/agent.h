@@ -1,0 +1,150 @@
+// tenzro swarm: the agent — one node's presence in the swarm.
+//
+// The agent publishes this node's holder declarations (one per model it
+// holds anything of, split into parts that fit the DHT's 64 KiB values) on a
+// discovery transport, refreshes them every `refresh` (default 20 s) with a
+// TTL (default 60 s) so a dead holder disappears within the TTL, and
+// announces "leaving" on a clean Stop. It reads everybody's declarations back
+// through a DeclarationTable (verifies signatures, drops forged, replayed and
+// expired records), announces itself as a provider of the blobs it stores and
+// finds providers of blobs it lacks. It also keeps the tokens/s this node
+// served per expert as an exponential moving average, which goes into the
+// declarations (the shard map's "hot" experts).
+//
+// What the node holds comes from `HoldingsFn`, called at every publish: the
+// agent fills in node id, endpoints, seq, timestamp, ttl, state and served
+// tps itself. Sequence numbers are the unix time in microseconds at publish
+// (strictly increasing across restarts as long as the clock does not go back
+// by more than a restart takes).
+//
+// Thread-safety: every method may be called from any thread. Start() runs one
+// background thread (publish + expiry); Stop() joins it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "swarm/declaration.h"
+#include "swarm/declaration_table.h"
+#include "swarm/identity.h"
+#include "swarm/provider.h"
+#include "swarm/transport.h"
+
+namespace tenzro::swarm {
+
+struct AgentOptions {
+  std::chrono::milliseconds refresh{20000};  // re-publish period
+  uint32_t ttl_s = 60;                       // declarations expire after this
+  std::chrono::milliseconds lookup_cache{500};  // Live() reuses a transport read this long
+  double tps_halflife_s = 30;                   // served tokens/s EMA half-life
+};
+
+// The clock (unix milliseconds); injectable for tests.
+using Clock = std::function<int64_t()>;
+int64_t UnixMillis();
+
+class SwarmAgent {
+ public:
+  // What this node holds now: one Declaration per model, with model, experts,
+  // gates, memory_budget and free_bytes filled in (other fields are ignored).
+  using HoldingsFn = std::function<std::vector<Declaration>()>;
+
+  SwarmAgent(std::shared_ptr<DiscoveryTransport> transport, Identity identity, std::vector<Endpoint> endpoints,
+             AgentOptions options, HoldingsFn holdings, Clock clock = UnixMillis);
+  ~SwarmAgent();  // Stop(true)
+  SwarmAgent(const SwarmAgent&) = delete;
+  SwarmAgent& operator=(const SwarmAgent&) = delete;
+
+  // Publishes at once, then every options.refresh on a background thread.
+  void Start();
+  // Stops the thread; with announce_leaving, publishes a "leaving" record for
+  // every model it had declared. Idempotent.
+  void Stop(bool announce_leaving = true);
+
+  // Publishes the current holdings now (after a load, say). Errors of the
+  // transport are returned (the periodic thread only logs them).
+  Result<void> Publish();
+
+  // Live declaration parts of `model` (this node's own included), read from
+  // the transport (at most once per options.lookup_cache) and verified.
+  Result<std::vector<Declaration>> Live(std::string_view model);
+  // Models with a live declaration among those Live() has read so far, plus
+  // the models this node declares.
+  std::vector<std::string> KnownModels();
+
+  // Counts `tokens` served by this node for (model, layer, expert) into the
+  // tokens/s EMA published in the declarations.
+  void RecordServed(std::string_view model, int layer, int expert, uint64_t tokens);
+  // The current EMA (tokens/s) for one expert; 0 when never served.
+  double ServedTps(std::string_view model, int layer, int expert);
+
+  // Announces this node as a provider of `blob_hash` (re-announced at every
+  // refresh until Withdraw).
+  Result<void> AnnounceProvider(std::string_view blob_hash);
+  // Registers `blob_hash` to be announced from the next publish on (no put
+  // now; safe to call from the HoldingsFn).
+  void Provide(std::string_view blob_hash);
+  void WithdrawProvider(std::string_view blob_hash);
+  // Verified, unexpired provider records of `blob_hash` (never this node's
+  // own), newest first.
+  Result<std::vector<ProviderRecord>> FindProviders(std::string_view blob_hash);
+
+  const std::string& node_id() const { return identity_.node_id(); }
+  std::vector<Endpoint> endpoints();
+  // Replaces the advertised endpoints (e.g. once the QUIC port is known);
+  // effective from the next publish.
+  void SetEndpoints(std::vector<Endpoint> endpoints);
+  // {"node_id", "published", "publish_errors", "seq", "ingest": {outcome: n}, ...}
+  nlohmann::json Stats();
+
+ private:
+  struct Served {
+    double ema_tps = 0;
+    int64_t last_ms = 0;
+    uint64_t pending = 0;  // tokens since last_ms
+  };
+  // Publishes one model's declaration (parts, or one part-less record for
+  // "leaving"). Called with publish_mu_ held.
+  Result<void> PublishModel(Declaration d, int64_t now, bool publish_parts);
+  Result<void> PutProvider(const std::string& hash, int64_t now);
+  uint64_t NextSeq(int64_t now_ms);  // mu_ held
+  double TpsLocked(const std::string& key, int64_t now);  // mu_ held
+  void Loop();
+
+  std::shared_ptr<DiscoveryTransport> transport_;
+  Identity identity_;
+  std::vector<Endpoint> endpoints_;
+  AgentOptions options_;
+  HoldingsFn holdings_;
+  Clock clock_;
+
+  std::mutex publish_mu_;  // serializes publishes (seq order = put order); taken before mu_
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool running_ = false;
+  bool stopped_ = false;
+  std::thread thread_;
+  DeclarationTable table_;
+  std::map<std::string, int64_t> last_read_ms_;       // model -> last transport read
+  std::map<std::string, uint32_t> declared_parts_;    // model -> parts last published
+  std::map<std::string, Served> served_;              // "model/layer/expert"
+  std::map<std::string, int64_t> provided_;           // blob hash -> announced at
+  std::map<std::string, uint64_t> ingest_counts_;     // outcome name -> count
+  uint64_t seq_ = 0;
+  uint64_t published_ = 0;
+  uint64_t publish_errors_ = 0;
+};
+
+}  // namespace tenzro::swarm

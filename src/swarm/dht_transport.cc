@@ -1,0 +1,182 @@
+#include "swarm/dht_transport.h"
+
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <opendht.h>
+
+#include "swarm/declaration.h"
+#include "swarm/envelope.h"
+#include "swarm/provider.h"
+
+namespace tenzro::swarm {
+
+struct DhtTransport::Impl {
+  DhtOptions options;
+  dht::DhtRunner runner;
+  std::vector<std::pair<std::string, std::string>> bootstrap;  // host, port
+};
+
+namespace {
+
+// "HOST:PORT" -> (host, port); IPv6 as "[::1]:4222".
+Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+    return Error::InvalidArgument("bootstrap '{}' is not HOST:PORT", s);
+  std::string host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  for (char c : port) {
+    if (c < '0' || c > '9') return Error::InvalidArgument("bootstrap '{}': port '{}' is not a number", s, port);
+  }
+  if (port.size() > 5 || std::stoul(port) == 0 || std::stoul(port) > 65535)
+    return Error::InvalidArgument("bootstrap '{}': port {} out of range 1..65535", s, port);
+  return std::make_pair(host, port);
+}
+
+// The node id that signed `data`, if it is a valid tenzro record (a
+// declaration or a provider record); "" otherwise.
+std::string Signer(const std::vector<uint8_t>& data) {
+  std::string_view rec(reinterpret_cast<const char*>(data.data()), data.size());
+  for (std::string_view domain : {kDeclarationDomain, kProviderDomain}) {
+    auto body = OpenEnvelope(domain, rec, kMaxRecordBytes, "record");
+    if (body) return (*body)["node_id"].get<std::string>();
+  }
+  return "";
+}
+
+// tenzro's value type: storing nodes keep only valid signed records, for at
+// most 5 minutes, and let a value id be replaced only by a record of the same
+// signer (so a holder's refresh replaces its previous declaration, and nobody
+// else can overwrite it).
+dht::ValueType TenzroValueType() {
+  return dht::ValueType(
+      kTenzroValueType, "tenzro-record", std::chrono::minutes(5),
+      [](dht::InfoHash, std::shared_ptr<dht::Value>& v, const dht::InfoHash&, const dht::SockAddr&) {
+        return v && v->data.size() <= kMaxRecordBytes && !Signer(v->data).empty();
+      },
+      [](dht::InfoHash, const std::shared_ptr<dht::Value>& old_v, std::shared_ptr<dht::Value>& new_v,
+         const dht::InfoHash&, const dht::SockAddr&) {
+        if (!old_v || !new_v || new_v->data.size() > kMaxRecordBytes) return false;
+        const std::string signer = Signer(new_v->data);
+        return !signer.empty() && signer == Signer(old_v->data);
+      });
+}
+
+}  // namespace
+
+DhtTransport::DhtTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DhtTransport::~DhtTransport() {
+  if (!impl_) return;
+  try {
+    impl_->runner.join();
+  } catch (...) {
+  }
+}
+
+Result<std::unique_ptr<DhtTransport>> DhtTransport::Start(const DhtOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (const std::string& b : options.bootstrap) {
+    TENZRO_TRY(auto hp, SplitHostPort(b));
+    impl->bootstrap.push_back(std::move(hp));
+  }
+  dht::DhtRunner::Config config;
+  config.dht_config.node_config.network = kTenzroDhtNetwork;
+  config.threaded = true;
+  const std::string port = std::to_string(options.port);
+  const bool v6 = options.bind_host.find(':') != std::string::npos;
+  try {
+    impl->runner.run(v6 ? "" : options.bind_host.c_str(), v6 ? options.bind_host.c_str() : "", port.c_str(), config);
+  } catch (const std::exception& e) {
+    return Error::Unavailable("DHT: cannot start on {}:{}: {}", options.bind_host, options.port, e.what());
+  }
+  impl->runner.registerType(TenzroValueType());
+  if (impl->runner.getBoundPort(v6 ? AF_INET6 : AF_INET) == 0)
+    return Error::Unavailable("DHT: could not bind UDP {}:{}", options.bind_host, options.port);
+  std::unique_ptr<DhtTransport> t(new DhtTransport(std::move(impl)));
+  t->Rebootstrap();
+  return t;
+}
+
+void DhtTransport::Rebootstrap() {
+  for (const auto& [host, port] : impl_->bootstrap) impl_->runner.bootstrap(host, port);
+}
+
+uint16_t DhtTransport::port() const {
+  const bool v6 = impl_->options.bind_host.find(':') != std::string::npos;
+  return impl_->runner.getBoundPort(v6 ? AF_INET6 : AF_INET);
+}
+
+DhtStats DhtTransport::stats() const {
+  DhtStats s;
+  unsigned cached = 0;
+  const bool v6 = impl_->options.bind_host.find(':') != std::string::npos;
+  impl_->runner.getNodesStats(v6 ? AF_INET6 : AF_INET, &s.good_nodes, &s.dubious_nodes, &cached, &s.incoming_nodes);
+  return s;
+}
+
+Result<void> DhtTransport::Put(const std::string& key, uint64_t value_id, std::string value) {
+  if (value.size() > dht::MAX_VALUE_SIZE - 1024)
+    return Error::ResourceExhausted("DHT: value of {} bytes exceeds the {} byte limit", value.size(),
+                                    dht::MAX_VALUE_SIZE - 1024);
+  auto v = std::make_shared<dht::Value>(kTenzroValueType,
+                                        reinterpret_cast<const uint8_t*>(value.data()), value.size(), value_id);
+  auto done = std::make_shared<std::promise<bool>>();
+  auto fut = done->get_future();
+  impl_->runner.put(dht::InfoHash::get(key), v, [done](bool ok) {
+    try {
+      done->set_value(ok);
+    } catch (...) {  // a second callback
+    }
+  });
+  // A put that found no other node (a network of one) is stored locally and
+  // answers false: that is not an error, so only the wait is bounded.
+  fut.wait_for(impl_->options.op_timeout);
+  return Ok();
+}
+
+Result<std::vector<std::string>> DhtTransport::Get(const std::string& key) {
+  struct State {
+    std::mutex mu;
+    // Distinct values, not keyed by value id: a node that stores its own
+    // puts may answer a forged value under somebody else's id, which must
+    // not shadow the genuine one (readers verify every value).
+    std::set<std::string> values;
+    std::promise<void> done;
+    bool finished = false;
+  };
+  auto st = std::make_shared<State>();
+  auto fut = st->done.get_future();
+  impl_->runner.get(
+      dht::InfoHash::get(key),
+      [st](const std::vector<std::shared_ptr<dht::Value>>& values) {
+        std::lock_guard<std::mutex> lock(st->mu);
+        for (const auto& v : values) {
+          if (v && !v->data.empty() && v->data.size() <= kMaxRecordBytes)
+            st->values.emplace(v->data.begin(), v->data.end());
+        }
+        return true;
+      },
+      [st](bool) {
+        std::lock_guard<std::mutex> lock(st->mu);
+        if (!st->finished) {
+          st->finished = true;
+          st->done.set_value();
+        }
+      });
+  if (fut.wait_for(impl_->options.op_timeout) != std::future_status::ready) {
+    // Whatever arrived so far is still useful; the search goes on in the
+    // runner and its callbacks only touch `st`.
+  }
+  std::lock_guard<std::mutex> lock(st->mu);
+  std::vector<std::string> out;
+  out.reserve(st->values.size());
+  for (const auto& v : st->values) out.push_back(v);
+  return out;
+}
+
+}  // namespace tenzro::swarm

@@ -1,0 +1,70 @@
+// tenzro swarm: the OpenDHT discovery transport.
+//
+// An in-process dht::DhtRunner (its own threads) on UDP `bind_host:port`
+// (port 0 = pick one; port() tells which), on tenzro's own DHT network id
+// (kTenzroDhtNetwork) so a node never joins or answers a public OpenDHT
+// network. Without bootstrap nodes it is a network of one: puts are stored
+// locally and gets answer them. Keys are hashed with InfoHash::get(key);
+// values are tenzro's signed records (swarm/envelope.h) of at most 64 KiB
+// with the caller's value id, stored under tenzro's own value type: storing
+// nodes refuse anything that is not a validly signed declaration or provider
+// record, and let a value id be replaced only by a record of the same signer
+// (a holder's refresh replaces its previous declaration; nobody else can).
+// Values stay on storing nodes 5 minutes at most; tenzro records carry their
+// own, shorter TTL (swarm/declaration_table.h).
+//
+// Put and Get block the caller until the DHT answers or `op_timeout` passes
+// (a put that reached no other node is still stored locally: not an error).
+// Thread-safe. Nothing here trusts a value: readers verify records.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "swarm/transport.h"
+
+namespace tenzro::swarm {
+
+inline constexpr uint32_t kTenzroDhtNetwork = 0x747a7231;  // "tzr1"
+inline constexpr uint16_t kTenzroValueType = 0x747a;        // "tz"
+
+struct DhtOptions {
+  std::string bind_host = "127.0.0.1";
+  uint16_t port = 0;                          // 0 = pick one
+  std::vector<std::string> bootstrap;         // "HOST:PORT"
+  std::chrono::milliseconds op_timeout{3000}; // per Put / Get
+};
+
+struct DhtStats {
+  unsigned good_nodes = 0;
+  unsigned dubious_nodes = 0;
+  unsigned incoming_nodes = 0;
+};
+
+class DhtTransport : public DiscoveryTransport {
+ public:
+  // Starts the runner and sends the bootstrap requests (not waiting for
+  // answers). kInvalidArgument for a malformed bootstrap entry; kUnavailable
+  // when the socket cannot be bound.
+  static Result<std::unique_ptr<DhtTransport>> Start(const DhtOptions& options);
+  ~DhtTransport() override;  // shuts the runner down and joins its threads
+
+  Result<void> Put(const std::string& key, uint64_t value_id, std::string value) override;
+  Result<std::vector<std::string>> Get(const std::string& key) override;
+
+  uint16_t port() const;
+  DhtStats stats() const;
+  // Re-sends the bootstrap requests (e.g. after losing every peer).
+  void Rebootstrap();
+
+ private:
+  struct Impl;
+  explicit DhtTransport(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tenzro::swarm
