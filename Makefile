@@ -20,7 +20,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 demo: build
-	./scripts/demo $(BUILD)
+	$(BUILD)/src/cli/tenzro demo
 
 bench: build
 	./scripts/bench $(BUILD)
