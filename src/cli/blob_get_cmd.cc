@@ -1,5 +1,7 @@
-// tenzro blob get: fetch a blob from a peer over HTTP, verified as it
-// arrives (node/blob_transfer.h), into the local store and optionally a file.
+// tenzro blob get: fetch a blob from a peer, verified as it arrives, into the
+// local store and optionally a file: over QUIC (iroh-blobs, quic/iroh_blobs.h)
+// when the URI names a provider (?node=<id>&addr=<ip:port>, docs/formats/quic.md),
+// else over HTTP (node/blob_transfer.h) from --from or ?http=.
 #include <chrono>
 
 #include <fmt/core.h>
@@ -11,6 +13,8 @@
 #include "cli/command.h"
 #include "core/file.h"
 #include "node/blob_transfer.h"
+#include "quic/iroh_blobs.h"
+#include "swarm/identity.h"
 
 namespace tenzro::cli {
 namespace {
@@ -20,13 +24,49 @@ struct GetArgs {
   bool json_out = false;
 };
 
+// The provider named in the URI, over QUIC with a throwaway identity.
+Result<void> GetOverQuic(const blob::BlobUri& uri, const GetArgs& a, blob::BlobStore& store, nlohmann::json& report) {
+  TENZRO_TRY(net::Endpoint addr, net::ParseEndpoint(uri.Param("addr")));
+  quic::PeerAddr peer{uri.Param("node"), addr};
+  TENZRO_TRY(auto client, quic::QuicClient::Start(swarm::Identity::Generate()));
+  report["peer"] = peer.node_id.substr(0, 16) + "@" + addr.HostPort();
+  report["transport"] = "quic";
+  if (!a.ranges.empty() && a.ranges != "all") {
+    TENZRO_TRY(blob::ChunkRanges ranges, blob::ChunkRanges::Parse(a.ranges));
+    std::unique_ptr<AtomicFileWriter> w;
+    if (!a.out.empty()) {
+      TENZRO_TRY(w, AtomicFileWriter::Create(a.out));
+    }
+    uint64_t got = 0;
+    TENZRO_TRY(auto size, quic::FetchRangesQuic(*client, peer, uri.hash, ranges, [&](uint64_t, ByteSpan data) -> Result<void> {
+      got += data.size();
+      return w ? w->Append(data) : Ok();
+    }));
+    if (w) TENZRO_CHECK_OK(w->Commit());
+    report["verified_bytes"] = got;
+    report["ranges"] = ranges.ToString();
+    if (size) report["size"] = *size;
+    return Ok();
+  }
+  TENZRO_TRY(blob::BlobInfo info, quic::FetchBlobQuic(*client, peer, store, uri.hash));
+  report["size"] = info.size;
+  if (!a.out.empty()) {
+    TENZRO_TRY(blob::Blob b, store.Get(uri.hash));
+    TENZRO_CHECK_OK(WriteFileAtomic(a.out, b.bytes()));
+    report["output"] = a.out;
+  }
+  return Ok();
+}
+
 Result<void> RunGet(Globals& g, const GetArgs& a) {
   TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(a.uri.rfind("tenzro://", 0) == 0 ? a.uri : "tenzro://blob/" + a.uri));
   TENZRO_TRY(auto store, blob::BlobStore::Open(DataDir(g) + "/blobs"));
   std::string from = !a.from.empty() ? a.from : uri.Param("http");
   auto t0 = std::chrono::steady_clock::now();
   nlohmann::json report = {{"uri", blob::FormatBlobUri(uri.hash)}};
-  if (!a.ranges.empty() && a.ranges != "all") {
+  if (a.from.empty() && !uri.Param("node").empty() && !uri.Param("addr").empty()) {
+    TENZRO_CHECK_OK(GetOverQuic(uri, a, *store, report));
+  } else if (!a.ranges.empty() && a.ranges != "all") {
     if (from.empty()) return Error::InvalidArgument("--ranges needs a peer: give --from URL");
     TENZRO_TRY(net::Endpoint peer, net::ParseEndpoint(from));
     TENZRO_TRY(blob::ChunkRanges ranges, blob::ChunkRanges::Parse(a.ranges));
@@ -82,12 +122,13 @@ void RegisterBlobGet(CLI::App& root, Globals& g) {
   CLI::App* blob = Group(root, "blob");
   auto a = std::make_shared<GetArgs>();
   CLI::App* c = blob->add_subcommand("get", "Fetch a blob from a peer (verified streaming) into the local store");
-  c->add_option("uri", a->uri, "tenzro://blob/<hash> (or the bare hash)")->required();
+  c->add_option("uri", a->uri, "tenzro://blob/<hash>[?node=<id>&addr=<ip:port>] (or the bare hash)")->required();
   c->add_option("--from", a->from, "Peer URL (http://host:port of its public listener)");
   c->add_option("-o,--output", a->out, "Also write the blob (or the verified ranges) to this file");
   c->add_option("--ranges", a->ranges, "Chunk ranges (1 KiB chunks): all (default), last, 0..4,10..");
   c->add_flag("--json", a->json_out, "Print a JSON report");
-  c->footer("Example: tenzro blob get tenzro://blob/<hash> --from http://127.0.0.1:7070 -o expert.gguf");
+  c->footer("Example: tenzro blob get tenzro://blob/<hash> --from http://127.0.0.1:7070 -o expert.gguf\n"
+            "Over QUIC (iroh-blobs): tenzro blob get 'tenzro://blob/<hash>?node=<node id>&addr=127.0.0.1:4433'");
   SetAction(c, g, [&g, a] { return RunGet(g, *a); });
 }
 

@@ -160,12 +160,26 @@ void Node::AddInfo(std::string key, std::function<nlohmann::json()> fn) { info_.
 
 void Node::OnStop(std::function<void()> fn) { stop_hooks_.push_back(std::move(fn)); }
 
+void Node::AddMetrics(std::function<void(std::string&)> fn) { metrics_.push_back(std::move(fn)); }
+
 void Node::AddBuiltinRoutes() {
   admin_router_.Add("GET", "/v1/node/info", [this](const net::Request&) { return net::JsonResponse(InfoJson()); });
   admin_router_.Add("POST", "/v1/node/shutdown", [this](const net::Request&) {
     spdlog::info("shutdown requested through the admin API");
     RequestStop();  // posted: runs after this response is queued, which is then finished
     return net::JsonResponse({{"stopping", true}});
+  });
+  public_router_.Add("GET", "/metrics", [this](const net::Request&) {
+    std::string out;
+    const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    out += fmt::format("# HELP tenzro_uptime_seconds Seconds since the node started.\n"
+                       "# TYPE tenzro_uptime_seconds gauge\ntenzro_uptime_seconds {:.3f}\n",
+                       uptime);
+    for (const auto& fn : metrics_) fn(out);
+    net::Response r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = std::move(out);
+    return r;
   });
   public_router_.Add("GET", "/v1/health", [](const net::Request&) {
     return net::JsonResponse({{"ok", true}, {"version", std::string(NodeVersion())}});

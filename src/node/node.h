@@ -77,6 +77,10 @@ class Node {
   // jobs and workers are shut down (e.g. announce "leaving"). Hooks run in
   // reverse order of registration. Before Run().
   void OnStop(std::function<void()> fn);
+  // Adds a collector to GET /metrics (public listener, Prometheus text
+  // format 0.0.4): `fn` appends complete metric families ("# HELP", "# TYPE",
+  // samples) to `out` at scrape time (loop thread). Before Run().
+  void AddMetrics(std::function<void(std::string& out)> fn);
 
  private:
   explicit Node(NodeConfig config);
@@ -103,6 +107,7 @@ class Node {
   std::unique_ptr<Loop> loop_;
   std::vector<std::pair<std::string, std::function<nlohmann::json()>>> info_;
   std::vector<std::function<void()>> stop_hooks_;
+  std::vector<std::function<void(std::string&)>> metrics_;
 };
 
 }  // namespace tenzro::node

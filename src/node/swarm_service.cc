@@ -13,6 +13,7 @@
 #include "net/json_http.h"
 #include "node/moe_services.h"
 #include "node/node.h"
+#include "node/quic_service.h"
 #include "node/runtime_service.h"
 #include "swarm/dht_transport.h"
 #include "swarm/rebalance.h"
@@ -179,12 +180,11 @@ Result<std::shared_ptr<SwarmState>> StateOf(Node& node) {
   aopt.refresh = std::chrono::milliseconds(cfg.swarm_refresh_ms);
   aopt.ttl_s = cfg.swarm_ttl_s;
   std::vector<swarm::Endpoint> eps = {{"http", AdvertisedHttp(node)}};
+  // The QUIC service runs first (node_services.cc), so its address is known.
+  if (auto q = NodeQuicAddress(node)) eps.push_back({"quic", *q});
   Node* n = &node;
-  swarm::SwarmAgent* agent_ptr = nullptr;
-  st->agent = std::make_shared<swarm::SwarmAgent>(
-      st->dht, std::move(id), std::move(eps), aopt,
-      [n, &agent_ptr, s = st.get()] { return Holdings(*n, s->agent.get()); });
-  (void)agent_ptr;
+  st->agent = std::make_shared<swarm::SwarmAgent>(st->dht, std::move(id), std::move(eps), aopt,
+                                                  [n, s = st.get()] { return Holdings(*n, s->agent.get()); });
   spdlog::info("swarm: node id {} DHT udp {}:{} bootstrap [{}]", st->agent->node_id(), cfg.dht_host,
                st->dht->port(), fmt::join(cfg.bootstrap, ", "));
   g_states[&node] = st;
@@ -377,6 +377,26 @@ Result<void> AddSwarmService(Node& node) {
     s->agent->Stop(/*announce_leaving=*/true);
   });
 
+  node.AddMetrics([st](std::string& out) {
+    const auto ds = st->dht->stats();
+    out += fmt::format(
+        "# HELP tenzro_dht_peers DHT nodes known, by state.\n# TYPE tenzro_dht_peers gauge\n"
+        "tenzro_dht_peers{{state=\"good\"}} {}\ntenzro_dht_peers{{state=\"dubious\"}} {}\n",
+        ds.good_nodes, ds.dubious_nodes);
+    json s = st->agent->Stats();
+    out += "# HELP tenzro_declarations_seen_total Declaration records read from the DHT, by outcome.\n"
+           "# TYPE tenzro_declarations_seen_total counter\n";
+    for (const auto& [outcome, n] : s["ingest"].items())
+      out += fmt::format("tenzro_declarations_seen_total{{outcome=\"{}\"}} {}\n", outcome, n.get<uint64_t>());
+    out += fmt::format(
+        "# HELP tenzro_declarations_published_total Declaration publishes of this node.\n"
+        "# TYPE tenzro_declarations_published_total counter\ntenzro_declarations_published_total {}\n"
+        "# HELP tenzro_declaration_publish_errors_total Failed publishes.\n"
+        "# TYPE tenzro_declaration_publish_errors_total counter\ntenzro_declaration_publish_errors_total {}\n"
+        "# HELP tenzro_blobs_provided Blobs this node announces as provider.\n"
+        "# TYPE tenzro_blobs_provided gauge\ntenzro_blobs_provided {}\n",
+        s.value("published", uint64_t{0}), s.value("publish_errors", uint64_t{0}), s.value("providing", uint64_t{0}));
+  });
   ThreadPool* pool = &node.pool();
   net::Router& r = node.admin_router();
   r.Add("GET", "/v1/swarm/info", [st](const net::Request&) {

@@ -33,9 +33,18 @@ TEST(NodeConfigTest, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(unknown.error().message().find("'threadz'"), std::string::npos) << unknown.error().message();
   EXPECT_NE(unknown.error().message().find("node.toml:2"), std::string::npos) << unknown.error().message();
 
-  auto nested = LoadConfigText("[dht]\nport = 4222\n", "node.toml", c);
+  // Dotted keys are TOML tables; arrays feed repeatable keys.
+  ASSERT_TRUE(LoadConfigText("[dht]\nport = 4222\n[swarm]\nttl_s = 30\n", "node.toml", c));
+  EXPECT_EQ(c.dht_port, 4222);
+  EXPECT_EQ(c.swarm_ttl_s, 30u);
+  ASSERT_TRUE(LoadConfigText("bootstrap = [\"127.0.0.1:4222\", \"10.0.0.2:4222\"]\n", "node.toml", c));
+  EXPECT_EQ(c.bootstrap, (std::vector<std::string>{"127.0.0.1:4222", "10.0.0.2:4222"}));
+  auto nested = LoadConfigText("[dht]\nprot = 4222\n", "node.toml", c);
   ASSERT_FALSE(nested);
-  EXPECT_NE(nested.error().message().find("'dht.port'"), std::string::npos);
+  EXPECT_NE(nested.error().message().find("'dht.prot'"), std::string::npos);
+  auto boot = LoadConfigText("bootstrap = [\"nocolon\"]\n", "node.toml", c);
+  ASSERT_FALSE(boot);
+  EXPECT_NE(boot.error().message().find("bootstrap"), std::string::npos) << boot.error().message();
 
   auto bad_value = LoadConfigText("threads = \"many\"\n", "node.toml", c);
   ASSERT_FALSE(bad_value);

@@ -1,0 +1,122 @@
+#include "node/quic_service.h"
+
+#include <map>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "net/json_http.h"
+#include "node/moe_services.h"
+#include "node/node.h"
+#include "quic/iroh_blobs.h"
+#include "quic/rpc.h"
+#include "swarm/identity.h"
+
+namespace tenzro::node {
+namespace {
+
+constexpr const char* kExecPath = "/v1/moe/exec";
+constexpr const char* kExecContentType = "application/x-tenzro-exec";
+
+struct QuicState {
+  std::unique_ptr<quic::Endpoint> endpoint;
+  std::unique_ptr<quic::QuicClient> client;
+  std::string advertised;
+  ~QuicState() {
+    client.reset();
+    endpoint.reset();
+  }
+};
+
+std::mutex g_mu;
+std::map<Node*, std::weak_ptr<QuicState>> g_states;
+
+std::shared_ptr<QuicState> StateOf(Node& node) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_states.find(&node);
+  return it == g_states.end() ? nullptr : it->second.lock();
+}
+
+bool IsWildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
+
+// Runs one exec request through the HTTP route (loop thread).
+void DispatchExec(Node* node, const std::string& peer, Bytes request, quic::Reply reply) {
+  auto req = std::make_shared<net::Request>();
+  req->method = "POST";
+  req->target = req->path = kExecPath;
+  req->headers = {{"content-type", kExecContentType}, {"x-tenzro-peer", peer}};
+  req->body.assign(request.begin(), request.end());
+  req->remote = "quic:" + peer.substr(0, 16);
+  // An exec frame is the answer whatever the status (error frames carry
+  // their own error, as over HTTP); anything else (no route, 413, ...) is
+  // turned back into its error.
+  net::Responder responder([reply](net::Response r) {
+    if (r.producer) return reply(Error::Unsupported("POST {} answered with a streamed body", kExecPath));
+    if (r.content_type == kExecContentType || (r.status >= 200 && r.status <= 299))
+      return reply(Bytes(r.body.begin(), r.body.end()));
+    reply(net::ErrorFromHttp(r.status, r.body));
+  });
+  node->public_router().Dispatch(std::move(req), std::move(responder));
+}
+
+}  // namespace
+
+Result<void> AddQuicService(Node& node) {
+  const NodeConfig& cfg = node.config();
+  if (cfg.quic.empty()) {
+    spdlog::info("quic: disabled (--quic off)");
+    return Ok();
+  }
+  TENZRO_TRY(net::Endpoint bind, net::ParseEndpoint(cfg.quic));
+  TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
+  TENZRO_TRY(auto store, NodeBlobStore(node));
+  auto st = std::make_shared<QuicState>();
+  quic::EndpointOptions opts;
+  TENZRO_TRY(st->endpoint, quic::Endpoint::Create(node.io(), id, bind, opts));
+  quic::Endpoint& ep = *st->endpoint;
+  ep.AddProtocol(quic::kIrohBlobsAlpn, quic::MakeBlobsProvider(node.io(), store, &node.pool()));
+  quic::RpcOptions rpc;
+  rpc.max_request_bytes = cfg.max_body_bytes;
+  Node* n = &node;
+  ep.AddProtocol(quic::kExecAlpn,
+                 quic::MakeRpcProtocol(node.io(), [n](const std::string& peer, Bytes req, quic::Reply reply) {
+                   DispatchExec(n, peer, std::move(req), std::move(reply));
+                 }, rpc));
+  st->client = std::make_unique<quic::QuicClient>(ep);
+  net::Endpoint local = ep.local_endpoint();
+  if (IsWildcard(local.host)) {
+    std::string host = cfg.advertise;
+    if (host.empty()) host = node.http_endpoint().host;
+    if (IsWildcard(host)) host = "127.0.0.1";
+    local.host = host;
+  }
+  st->advertised = local.HostPort();
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_states[&node] = st;
+  }
+  // The info callbacks own the state: it dies with the node, before the
+  // node's io_context.
+  std::string node_id = id.node_id();
+  node.AddInfo("node_id", [node_id, st] { return nlohmann::json(node_id); });
+  node.AddInfo("quic", [st] {
+    return nlohmann::json{{"address", st->advertised}, {"alpns", st->endpoint->alpns()}};
+  });
+  node.OnStop([st] { st->endpoint->Shutdown(); });  // CONNECTION_CLOSE to every peer
+  spdlog::info("quic: node {} on udp {} (ALPNs {}, {})", node_id, st->advertised, quic::kIrohBlobsAlpn,
+               quic::kExecAlpn);
+  return Ok();
+}
+
+quic::QuicClient* NodeQuicClient(Node& node) {
+  auto st = StateOf(node);
+  return st ? st->client.get() : nullptr;
+}
+
+std::optional<std::string> NodeQuicAddress(Node& node) {
+  auto st = StateOf(node);
+  if (!st) return std::nullopt;
+  return st->advertised;
+}
+
+}  // namespace tenzro::node

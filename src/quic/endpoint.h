@@ -1,0 +1,142 @@
+// tenzro quic: an iroh-compatible QUIC endpoint on one Asio UDP socket.
+//
+// One Endpoint per node: it owns the UDP socket (bound on the node's
+// io_context), the node's TLS identity (Ed25519 raw public key = node id,
+// tls.h), the map connection id -> Connection for every connection it
+// accepted or dialed, and the protocols it serves by ALPN (protocol.h).
+// Direct connections only: no relays, no hole punching, no multipath
+// (iroh's optional transport parameters for those are ignored).
+//
+//   auto ep = Endpoint::Create(io, identity, {"127.0.0.1", 0}).value();
+//   ep->AddProtocol("tenzro/moe-exec/1", protocol);        // before peers dial
+//   ep->Connect(node_id, {"127.0.0.1", 4433}, "/iroh-bytes/4", [](auto conn) {...});
+//
+// Dialed connections are kept and reused per (node id, ALPN) until they
+// close (idle timeout, error, peer close). Incoming datagrams are read in
+// batches (recvmmsg) and packets are sent in batches (sendmmsg). Datagrams
+// that are not QUIC, not for a known connection and not a valid client
+// Initial are dropped and counted; so are Initials beyond max_connections.
+//
+// Thread-safety: loop thread only (the thread running the io_context), except
+// Create before the loop runs. QuicClient (client.h) is the facade for other
+// threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "net/url.h"
+#include "quic/connection.h"
+#include "quic/protocol.h"
+#include "quic/tls.h"
+#include "swarm/identity.h"
+
+namespace tenzro::quic {
+
+struct EndpointOptions {
+  std::chrono::milliseconds idle_timeout{30000};       // transport parameter max_idle_timeout
+  std::chrono::milliseconds handshake_timeout{10000};
+  size_t max_connections = 1024;                       // accepted (server) connections at once
+  uint64_t max_streams_bidi = 128;                     // concurrent streams a peer may open to us
+  uint64_t stream_window = 1u << 20;                   // initial receive window per stream
+  uint64_t connection_window = 16u << 20;              // initial receive window per connection
+  uint64_t max_stream_window = 16u << 20;              // auto-tuning limits
+  uint64_t max_connection_window = 64u << 20;
+  int socket_buffer_bytes = 8 << 20;                   // SO_SNDBUF / SO_RCVBUF asked for
+};
+
+struct EndpointStats {
+  uint64_t datagrams_in = 0, datagrams_out = 0, bytes_in = 0, bytes_out = 0;
+  uint64_t dropped = 0;               // not QUIC / unknown connection / over the limit
+  uint64_t version_negotiations = 0;
+  uint64_t accepted = 0, dialed = 0;  // connections created
+  uint64_t handshake_failures = 0;
+  uint64_t streams_refused = 0;
+  uint64_t send_blocked = 0;          // sendmmsg would block: packets queued
+};
+
+class Endpoint {
+ public:
+  // Binds `bind` (an IP literal or "localhost"; port 0 picks one).
+  // kInvalidArgument for a host that is not an IP; kIo when bind fails.
+  static Result<std::unique_ptr<Endpoint>> Create(boost::asio::io_context& io, const swarm::Identity& identity,
+                                                  const net::Endpoint& bind, EndpointOptions options = {});
+  // Closes every connection (CONNECTION_CLOSE, best effort) and the socket.
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  // Serves `alpn` with `protocol`. Call before peers connect (a connection's
+  // ALPN set is fixed at its handshake).
+  void AddProtocol(const std::string& alpn, std::shared_ptr<Protocol> protocol);
+  std::vector<std::string> alpns() const;
+  Protocol* FindProtocol(const std::string& alpn) const;
+
+  using ConnectFn = std::function<void(Result<std::shared_ptr<Connection>>)>;
+  // Calls `done` (from the loop) with an open connection to `node_id` at
+  // `addr` speaking `alpn`: the cached one, or a new one after its
+  // handshake. kInvalidArgument for a malformed id or address;
+  // kPermissionDenied when the peer's key is not `node_id`; kUnavailable
+  // when the handshake fails or times out (the error names the reason).
+  void Connect(const std::string& node_id, const net::Endpoint& addr, const std::string& alpn, ConnectFn done);
+
+  // Closes every connection and stops reading; the socket stays bound until
+  // destruction. Idempotent.
+  void Shutdown();
+
+  net::Endpoint local_endpoint() const;
+  const std::string& node_id() const { return node_id_; }
+  boost::asio::io_context& io() { return io_; }
+  const EndpointOptions& options() const { return options_; }
+  const EndpointStats& stats() const { return stats_; }
+  size_t connection_count() const { return conns_.size(); }
+  // {"node_id", "address", "alpns", "connections", counters...}
+  nlohmann::json StatsJson() const;
+
+ private:
+  friend class Connection;
+  Endpoint(boost::asio::io_context& io, EndpointOptions options);
+  void StartRead();
+  void OnReadable();
+  void Dispatch(std::span<const uint8_t> data, const boost::asio::ip::udp::endpoint& from);
+  void SendVersionNegotiation(const ngtcp2_version_cid& vc, const boost::asio::ip::udp::endpoint& to);
+  // Connection side.
+  void Send(const boost::asio::ip::udp::endpoint& to, std::span<const std::span<const uint8_t>> packets);
+  void FlushPendingTx();
+  void Associate(const std::string& cid, Connection* c) { cids_[cid] = c; }
+  void Dissociate(const std::string& cid) { cids_.erase(cid); }
+  // Forgets `c` (posted: never destroys a connection inside its own call).
+  void Remove(Connection* c);
+  const TlsContext& tls() const { return *tls_; }
+  const std::array<uint8_t, 32>& reset_secret() const { return reset_secret_; }
+  const ngtcp2_addr local_addr() const;
+
+  boost::asio::io_context& io_;
+  EndpointOptions options_;
+  std::string node_id_;
+  std::shared_ptr<TlsContext> tls_;
+  std::array<uint8_t, 32> reset_secret_{};
+  struct Socket;  // the Asio socket and the batch buffers
+  std::unique_ptr<Socket> sock_;
+  std::shared_ptr<bool> alive_;  // handlers hold a weak_ptr: false/expired once destroyed
+  bool shut_down_ = false;
+  std::map<std::string, std::shared_ptr<Protocol>> protocols_;
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> conns_;
+  std::unordered_map<std::string, Connection*> cids_;
+  std::map<std::string, std::weak_ptr<Connection>> dialed_;  // node id + '\n' + alpn
+  size_t server_conns_ = 0;
+  EndpointStats stats_;
+};
+
+}  // namespace tenzro::quic

@@ -1,0 +1,54 @@
+// tenzro quic: the QUIC transport of the distributed forward.
+//
+// QuicExecutor is the dispatch::Executor (dispatch/executor.h) for holders
+// that advertise a "quic" endpoint: it sends the exec request frame on ALPN
+// tenzro/moe-exec/1 to (node id, ip:port) — one reused connection per holder,
+// one stream per call — and decodes the answer frame. When the QUIC call
+// itself fails (unreachable, handshake or stream failure, timeout) and the
+// holder has an HTTP endpoint (`http_endpoint_of`), the call is retried on
+// `fallback` (the HttpExecutor) within the same timeout; a wrong node key
+// (kPermissionDenied) is never retried. Errors the holder answered with come
+// back as they are, like HTTP's.
+//
+// Plugs into dispatch::Dispatcher as its `quic` executor (node wiring:
+// node/dispatch_service.cc passes one built over NodeQuicClient).
+// Thread-safety: Exec may be called from several threads at once (never the
+// endpoint's loop thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dispatch/executor.h"
+#include "quic/client.h"
+
+namespace tenzro::quic {
+
+class QuicExecutor : public dispatch::Executor {
+ public:
+  // The holder's HTTP URL for a node id, or "" when unknown.
+  using HttpEndpointOf = std::function<std::string(const std::string& node_id)>;
+
+  // REQUIRES: `client` outlives the executor.
+  QuicExecutor(QuicClient* client, std::shared_ptr<dispatch::Executor> fallback = nullptr,
+               HttpEndpointOf http_endpoint_of = nullptr,
+               std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(2000));
+
+  Result<dispatch::ExecResponse> Exec(const dispatch::HolderTarget& target, const dispatch::ExecRequest& req,
+                                      std::chrono::milliseconds timeout) override;
+
+  uint64_t quic_calls() const { return quic_calls_; }
+  uint64_t fallbacks() const { return fallbacks_; }
+
+ private:
+  QuicClient* client_;
+  std::shared_ptr<dispatch::Executor> fallback_;
+  HttpEndpointOf http_endpoint_of_;
+  std::chrono::milliseconds connect_timeout_;
+  std::atomic<uint64_t> quic_calls_{0}, fallbacks_{0};
+};
+
+}  // namespace tenzro::quic

@@ -1,0 +1,295 @@
+#include "quic/iroh_blobs.h"
+
+#include <cstring>
+
+#include <boost/asio/post.hpp>
+
+#include "quic/connection.h"
+
+namespace tenzro::quic {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// postcard: unsigned integers are LEB128 varints (at most 10 bytes for u64).
+void PutVarint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+Result<uint64_t> GetVarint(ByteReader& r, std::string_view what) {
+  uint64_t v = 0;
+  for (int i = 0; i < 10; ++i) {
+    TENZRO_TRY(uint8_t b, r.U8(what));
+    if (i == 9 && b > 1) return r.Corrupt(what, "varint overflows u64");
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) return v;
+  }
+  return r.Corrupt(what, "varint longer than 10 bytes");
+}
+
+constexpr uint8_t kRequestGet = 0;
+constexpr size_t kMaxSpecs = 1024;     // RangeSpecSeq entries
+constexpr size_t kMaxWidths = 1 << 14;  // boundaries per RangeSpec
+
+void PutSpec(Bytes& out, const blob::ChunkRanges& ranges) {
+  const auto& b = ranges.boundaries();
+  PutVarint(out, b.size());
+  uint64_t prev = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    PutVarint(out, i == 0 ? b[0] : b[i] - prev);
+    prev = b[i];
+  }
+}
+
+Result<blob::ChunkRanges> GetSpec(ByteReader& r) {
+  TENZRO_TRY(uint64_t n, GetVarint(r, "range spec length"));
+  if (n > kMaxWidths) return r.Corrupt("range spec length", fmt::format("{} widths is over the limit", n));
+  TENZRO_CHECK_OK(r.CheckCount(n, 1, "range spec widths"));
+  std::vector<uint64_t> bounds;
+  bounds.reserve(n);
+  uint64_t at = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    TENZRO_TRY(uint64_t w, GetVarint(r, "range spec width"));
+    if (i > 0 && w == 0) return r.Corrupt("range spec width", "zero-width span after the first");
+    if (AddOverflow(at, w, &at)) return r.Corrupt("range spec width", "boundaries overflow u64");
+    bounds.push_back(at);
+  }
+  auto ranges = blob::ChunkRanges::FromBoundaries(std::move(bounds));
+  if (!ranges) return r.Corrupt("range spec", ranges.error().message());
+  return *ranges;
+}
+
+}  // namespace
+
+Bytes EncodeGetRequest(const blob::Blake3Hash& hash, const blob::ChunkRanges& ranges) {
+  Bytes out;
+  out.reserve(64 + 10 * ranges.boundaries().size());
+  out.push_back(kRequestGet);
+  out.insert(out.end(), hash.bytes.begin(), hash.bytes.end());
+  // RangeSpecSeq::from_ranges([ranges]): the blob's spec, then "empty from
+  // index 1 on" (a run-length list of (count, spec) pairs).
+  PutVarint(out, 2);
+  PutVarint(out, 0);
+  PutSpec(out, ranges);
+  PutVarint(out, 1);
+  PutVarint(out, 0);
+  return out;
+}
+
+Result<GetRequest> DecodeGetRequest(ByteSpan bytes) {
+  ByteReader r(bytes, "iroh-blobs request");
+  TENZRO_TRY(uint64_t kind, GetVarint(r, "request kind"));
+  if (kind != kRequestGet) return Error::Unsupported("iroh-blobs request kind {} (only Get is served)", kind);
+  GetRequest req;
+  TENZRO_TRY(ByteSpan h, r.Take(32, "hash"));
+  std::memcpy(req.hash.bytes.data(), h.data(), 32);
+  TENZRO_TRY(uint64_t n, GetVarint(r, "range spec count"));
+  if (n > kMaxSpecs) return r.Corrupt("range spec count", fmt::format("{} entries is over the limit", n));
+  std::vector<std::pair<uint64_t, blob::ChunkRanges>> seq;
+  for (uint64_t i = 0; i < n; ++i) {
+    TENZRO_TRY(uint64_t count, GetVarint(r, "range spec offset"));
+    TENZRO_TRY(blob::ChunkRanges spec, GetSpec(r));
+    seq.emplace_back(count, std::move(spec));
+  }
+  if (r.remaining() != 0) return r.Corrupt("request", fmt::format("{} trailing bytes", r.remaining()));
+  // Expand the run-length list: entry k's spec applies from index
+  // sum(counts[0..k]) until the next entry; the last one repeats forever.
+  if (seq.empty()) return GetRequest{req.hash, {}};
+  bool single = seq.size() == 2 && seq[0].first == 0 && seq[1].first == 1 && seq[1].second.is_empty();
+  bool root_only_empty = seq.size() == 1 && seq[0].second.is_empty();
+  if (root_only_empty) return GetRequest{req.hash, {}};
+  if (!single)
+    return Error::Unsupported("iroh-blobs hash-sequence requests are not served (only single blobs, {} range specs)",
+                              seq.size());
+  req.ranges = std::move(seq[0].second);
+  return req;
+}
+
+// ---- provider ----
+
+namespace {
+
+constexpr size_t kPieceBytes = 256u << 10;
+constexpr uint64_t kHighWater = 2u << 20;
+
+// Shared by a provider stream and the pool tasks reading for it.
+struct ServeJob {
+  asio::io_context* io;
+  ThreadPool* pool;
+  std::shared_ptr<blob::BlobStore> store;
+  std::weak_ptr<Connection> conn;
+  int64_t stream_id = -1;
+  std::unique_ptr<blob::StreamEncoder> encoder;  // touched by one task at a time
+  bool reading = false;                           // loop thread
+  bool done = false;                              // loop thread
+  std::atomic<bool> cancelled{false};
+
+  Stream* FindStream() {
+    auto c = conn.lock();
+    return c ? c->FindStream(stream_id) : nullptr;
+  }
+  void RunOnPool(std::function<void()> fn) {
+    if (pool == nullptr || !pool->Submit(fn)) fn();
+  }
+
+  // Loop thread: read the next piece if the stream has room.
+  static void Pump(const std::shared_ptr<ServeJob>& job) {
+    if (job->reading || job->done || job->cancelled) return;
+    Stream* s = job->FindStream();
+    if (s == nullptr || s->aborted()) return;
+    if (s->unacked_bytes() >= kHighWater) return;  // OnWritable calls again
+    job->reading = true;
+    job->RunOnPool([job] {
+      Bytes piece(kPieceBytes);
+      Result<size_t> n = job->cancelled ? Result<size_t>(size_t{0}) : job->encoder->Read(piece);
+      if (n) piece.resize(*n);
+      bool finished = n && (*n == 0 || job->encoder->done());
+      asio::post(*job->io, [job, n, finished, piece = std::move(piece)]() mutable {
+        job->reading = false;
+        Stream* s = job->FindStream();
+        if (s == nullptr) return;
+        if (!n) {  // the store is corrupt: abort rather than send bad data
+          job->done = true;
+          s->Reset(kStreamInternal);
+          return;
+        }
+        if (!piece.empty()) s->Write(std::move(piece));
+        if (finished) {
+          job->done = true;
+          s->Finish();
+          return;
+        }
+        Pump(job);
+      });
+    });
+  }
+};
+
+class ProviderStream : public StreamHandler {
+ public:
+  ProviderStream(asio::io_context& io, std::shared_ptr<blob::BlobStore> store, ThreadPool* pool) {
+    job_ = std::make_shared<ServeJob>();
+    job_->io = &io;
+    job_->pool = pool;
+    job_->store = std::move(store);
+  }
+  ~ProviderStream() override { job_->cancelled = true; }
+
+  size_t OnData(Stream& s, ByteSpan data, bool fin) override {
+    if (started_) return data.size();
+    if (request_.size() + data.size() > kMaxBlobRequestBytes) {
+      started_ = true;
+      s.Reset(kStreamTooLarge);
+      return data.size();
+    }
+    request_.insert(request_.end(), data.begin(), data.end());
+    if (!fin) return data.size();
+    started_ = true;
+    auto req = DecodeGetRequest(request_);
+    if (!req) {
+      s.Reset(kStreamBadRequest);
+      return data.size();
+    }
+    job_->conn = s.connection().weak_from_this();
+    job_->stream_id = s.id();
+    auto job = job_;
+    // Opening the blob maps files: do it on the pool as well.
+    job->reading = true;
+    job->RunOnPool([job, req = *req] {
+      auto enc = job->store->Encode(req.hash, req.ranges);
+      asio::post(*job->io, [job, enc = std::move(enc)]() mutable {
+        job->reading = false;
+        Stream* s = job->FindStream();
+        if (s == nullptr) return;
+        if (!enc) {
+          job->done = true;
+          if (enc.error().code() == ErrorCode::kNotFound) s->Finish();  // iroh: empty response
+          else s->Reset(kStreamInternal);
+          return;
+        }
+        job->encoder = std::move(*enc);
+        ServeJob::Pump(job);
+      });
+    });
+    return data.size();
+  }
+  void OnWritable(Stream&) override { ServeJob::Pump(job_); }
+  void OnClose(Stream&, const std::optional<Error>&) override { job_->cancelled = true; }
+
+ private:
+  std::shared_ptr<ServeJob> job_;
+  Bytes request_;
+  bool started_ = false;
+};
+
+class BlobsProvider : public Protocol {
+ public:
+  BlobsProvider(asio::io_context& io, std::shared_ptr<blob::BlobStore> store, ThreadPool* pool)
+      : io_(io), store_(std::move(store)), pool_(pool) {}
+  std::unique_ptr<StreamHandler> Accept(const std::string&) override {
+    return std::make_unique<ProviderStream>(io_, store_, pool_);
+  }
+
+ private:
+  asio::io_context& io_;
+  std::shared_ptr<blob::BlobStore> store_;
+  ThreadPool* pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<Protocol> MakeBlobsProvider(asio::io_context& io, std::shared_ptr<blob::BlobStore> store,
+                                            ThreadPool* pool) {
+  return std::make_shared<BlobsProvider>(io, std::move(store), pool);
+}
+
+// ---- getter ----
+
+namespace {
+
+// Streams the response of a Get into `feed`. kNotFound for an empty response.
+Result<void> ReadResponse(QuicClient& client, const PeerAddr& peer, const blob::Blake3Hash& hash,
+                          const blob::ChunkRanges& ranges, const BlobFetchOptions& o,
+                          const std::function<Result<void>(ByteSpan)>& feed) {
+  TENZRO_TRY(auto reader, client.OpenStream(peer, kIrohBlobsAlpn, EncodeGetRequest(hash, ranges), o.call));
+  for (;;) {
+    auto piece = reader->Next();
+    if (!piece) return piece.error().WithContext(fmt::format("blob fetch from peer {}", peer.ToString()));
+    if (piece->empty()) break;
+    auto r = feed(*piece);
+    if (!r) return r.error().WithContext(fmt::format("blob fetch from peer {}", peer.ToString()));
+  }
+  if (reader->bytes_read() == 0)
+    return Error::NotFound("peer {} does not have blob {}", peer.ToString(), hash.ToHex());
+  return Ok();
+}
+
+}  // namespace
+
+Result<std::optional<uint64_t>> FetchRangesQuic(QuicClient& client, const PeerAddr& peer, const blob::Blake3Hash& hash,
+                                                const blob::ChunkRanges& ranges, const blob::DataSink& sink,
+                                                const BlobFetchOptions& options) {
+  blob::StreamDecoder dec(hash, ranges, sink, options.max_size);
+  TENZRO_CHECK_OK(ReadResponse(client, peer, hash, ranges, options, [&](ByteSpan b) { return dec.Feed(b); }));
+  auto fin = dec.Finish();
+  if (!fin) return fin.error().WithContext(fmt::format("blob fetch from peer {}", peer.ToString()));
+  return dec.verified_size();
+}
+
+Result<blob::BlobInfo> FetchBlobQuic(QuicClient& client, const PeerAddr& peer, blob::BlobStore& store,
+                                     const blob::Blake3Hash& hash, const BlobFetchOptions& options) {
+  if (auto have = store.Get(hash)) return blob::BlobInfo{hash, have->size};
+  TENZRO_TRY(auto import, store.BeginImport(hash, options.max_size));
+  TENZRO_CHECK_OK(ReadResponse(client, peer, hash, blob::ChunkRanges::All(), options,
+                               [&](ByteSpan b) { return import->Feed(b); }));
+  auto info = import->Finish();
+  if (!info) return info.error().WithContext(fmt::format("blob fetch from peer {}", peer.ToString()));
+  return *info;
+}
+
+}  // namespace tenzro::quic
