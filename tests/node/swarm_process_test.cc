@@ -213,6 +213,16 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
   ASSERT_TRUE(WaitFor([&] { return HoldersOf(ShardMap(a)).count(ids[2]) == 0; }, std::chrono::seconds(kTtlS + 5)));
   std::printf("[swarm] cleanly stopped holder left after %.2f s\n", SecondsSince(stop_at));
 
+  // Prometheus metrics on the public listener.
+  {
+    net::HttpClient pub(a.http);
+    auto r = pub.Send("GET", "/metrics");
+    ASSERT_TRUE(r && r->ok());
+    EXPECT_NE(r->body.find("tenzro_dht_peers{state=\"good\"} "), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("tenzro_declarations_seen_total{outcome=\"bad_signature\"} "), std::string::npos);
+    EXPECT_NE(r->body.find("# TYPE tenzro_cache_hits_total counter"), std::string::npos);
+  }
+
   // The SVG heatmap through the CLI.
   RunResult svg = a.Cli({"moe", "shard-map", "--model", kModel, "--svg", tmp.Join("map.svg")});
   EXPECT_EQ(svg.exit_code, 0) << svg.err;
