@@ -1,15 +1,27 @@
 // Registers the node services compiled into the `tenzro` binary
 // (node/service.h): the order is the order Node::Create runs them.
+#include "node/dispatch_service.h"
+#include "node/exec_service.h"
 #include "node/moe_services.h"
+#include "node/quic_service.h"
 #include "node/runtime_service.h"
 #include "node/service.h"
+#include "node/swarm_service.h"
 
 namespace {
 tenzro::Result<void> BlobService(tenzro::node::Node& n) { return tenzro::node::AddBlobService(n); }
 tenzro::Result<void> PrepareService(tenzro::node::Node& n) { return tenzro::node::AddPrepareService(n); }
 tenzro::Result<void> RuntimeService(tenzro::node::Node& n) { return tenzro::node::AddRuntimeService(n); }
+tenzro::Result<void> QuicService(tenzro::node::Node& n) { return tenzro::node::AddQuicService(n); }
+tenzro::Result<void> SwarmService(tenzro::node::Node& n) { return tenzro::node::AddSwarmService(n); }
+tenzro::Result<void> ExecService(tenzro::node::Node& n) { return tenzro::node::AddExecService(n); }
+tenzro::Result<void> DispatchService(tenzro::node::Node& n) { return tenzro::node::AddDispatchService(n); }
 }  // namespace
 
 TENZRO_NODE_SERVICE(BlobService);
 TENZRO_NODE_SERVICE(PrepareService);
 TENZRO_NODE_SERVICE(RuntimeService);
+TENZRO_NODE_SERVICE(QuicService);  // before SwarmService: it advertises the QUIC address
+TENZRO_NODE_SERVICE(SwarmService);
+TENZRO_NODE_SERVICE(ExecService);
+TENZRO_NODE_SERVICE(DispatchService);

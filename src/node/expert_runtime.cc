@@ -92,16 +92,46 @@ Result<ExpertRuntime::Shape> ExpertRuntime::ResolveModel(const std::string& id) 
 Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const std::string& from, json* out) {
   TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(text));
   if (!options_.store->Has(uri.hash)) {
-    std::string peer = !from.empty() ? from : uri.Param("http");
-    if (peer.empty())
+    std::vector<std::string> peers;
+    if (!from.empty()) {
+      peers.push_back(from);
+    } else if (!uri.Param("http").empty()) {
+      peers.push_back(uri.Param("http"));
+    } else if (options_.find_providers) {
+      peers = options_.find_providers(uri.hash.ToHex());
+    }
+    if (peers.empty())
       return Error::NotFound(
-          "blob {} is not in this node's store and no peer was given (pass --from URL or a URI with "
-          "http=host:port)",
+          "blob {} is not in this node's store, no peer was given (--from URL or a URI with http=host:port) "
+          "and no provider announced it in the swarm",
           uri.hash.ToHex());
-    TENZRO_TRY(net::Endpoint ep, net::ParseEndpoint(peer));
-    TENZRO_TRY(blob::BlobInfo info, FetchBlobHttp(*options_.store, uri.hash, ep));
-    (*out)["fetched_from"] = ep.Url();
-    (*out)["fetched_bytes"] = info.size;
+    // Providers in order; each fetch is verified against the hash, so a bad
+    // provider costs a retry, never a wrong blob.
+    json attempts = json::array();
+    std::optional<Error> last;
+    for (const std::string& peer : peers) {
+      auto ep = net::ParseEndpoint(peer);
+      if (!ep) {
+        last = ep.error();
+        attempts.push_back({{"peer", peer}, {"error", ep.error().ToString()}});
+        continue;
+      }
+      auto info = FetchBlobHttp(*options_.store, uri.hash, *ep);
+      if (!info) {
+        last = info.error();
+        attempts.push_back({{"peer", ep->Url()}, {"error", info.error().ToString()}});
+        continue;
+      }
+      (*out)["fetched_from"] = ep->Url();
+      (*out)["fetched_bytes"] = info->size;
+      last.reset();
+      break;
+    }
+    if (attempts.size() > 0) (*out)["failed_providers"] = attempts;
+    if (last) {
+      return Error(last->code(), fmt::format("blob {}: every provider failed ({} tried); last: {}", uri.hash.ToHex(),
+                                             peers.size(), last->message()));
+    }
   }
   (*out)["uri"] = blob::FormatBlobUri(uri.hash);
   return options_.store->DataPath(uri.hash);
@@ -192,18 +222,30 @@ Result<json> ExpertRuntime::LoadExpert(std::string_view model, int layer, int ex
   out["shape_source"] = ms.source;
 
   // 3. Into the cache: blobs are linked (immutable), other sources copied.
+  // Every expert held is also a blob of this node's store, so peers can
+  // fetch it from this node (the swarm announces it as provided).
   runtime::ExpertEntryInfo info;
+  std::string blob_hash;
   if (img.kind == "blob") {
     TENZRO_TRY(info, cache_->PutFile(key, img.path));
+    blob_hash = blob::ParseBlobUri(src.file)->hash.ToHex();
   } else {
-    TENZRO_TRY(info, cache_->Put(key, img.bytes));
+    TENZRO_TRY(blob::BlobInfo bi, options_.store->Put(img.bytes));
+    TENZRO_TRY(info, cache_->PutFile(key, options_.store->DataPath(bi.hash)));
+    blob_hash = bi.hash.ToHex();
   }
+  {
+    std::lock_guard<std::mutex> lock(gates_mu_);
+    hashes_[key] = blob_hash;
+  }
+  out["blob"] = blob_hash;
   out["tier"] = std::string(runtime::TierName(info.tier));
   out["bytes"] = info.bytes;
   out["formats"] = info.formats;
   out["n_embd"] = n_embd;
   out["n_ff"] = n_ff;
   out["path"] = info.path;
+  if (options_.on_change) options_.on_change();
   return out;
 }
 
@@ -285,6 +327,9 @@ Result<json> ExpertRuntime::LoadGate(std::string_view model, int layer, const Lo
   gate.path = epath.substr(0, epath.rfind('/')) + "/gate.gguf";
   TENZRO_CHECK_OK(MakeDirs(gate.path.substr(0, gate.path.rfind('/'))));
   TENZRO_CHECK_OK(WriteFileAtomic(gate.path, ByteSpan(*image)));
+  TENZRO_TRY(blob::BlobInfo gate_blob, options_.store->Put(ByteSpan(*image)));
+  gate.blob_hash = gate_blob.hash.ToHex();
+  out["blob"] = gate.blob_hash;
   out["shape_source"] = ms.source;
   out["tier"] = "Warm";
   out["bytes"] = gi.bytes;
@@ -296,8 +341,41 @@ Result<json> ExpertRuntime::LoadGate(std::string_view model, int layer, const Lo
   out["shared_expert"] = gi.n_ff_shexp > 0;
   out["shared_expert_gated"] = gi.shared_gated;
   out["path"] = gate.path;
+  {
+    std::lock_guard<std::mutex> lock(gates_mu_);
+    gates_[{id, layer}] = std::move(gate);
+  }
+  if (options_.on_change) options_.on_change();
+  return out;
+}
+
+std::vector<ExpertRuntime::Holding> ExpertRuntime::Holdings() {
+  std::vector<Holding> out;
+  for (const auto& e : cache_->List()) {
+    if (e.loading) continue;
+    Holding h{e.key.model, e.key.layer, e.key.expert, e.formats, e.tier == runtime::Tier::kWarm, {}};
+    {
+      std::lock_guard<std::mutex> lock(gates_mu_);
+      auto it = hashes_.find(e.key);
+      if (it != hashes_.end()) h.blob_hash = it->second;
+    }
+    if (h.blob_hash.empty() && !e.path.empty()) {
+      // Registered on restart: hash the cold file once (it is the blob).
+      if (auto bi = options_.store->PutFile(e.path); bi) {
+        h.blob_hash = bi->hash.ToHex();
+        std::lock_guard<std::mutex> lock(gates_mu_);
+        hashes_[e.key] = h.blob_hash;
+      }
+    }
+    out.push_back(std::move(h));
+  }
   std::lock_guard<std::mutex> lock(gates_mu_);
-  gates_[{id, layer}] = std::move(gate);
+  for (auto& [k, g] : gates_) {
+    if (g.blob_hash.empty() && !g.path.empty()) {
+      if (auto bi = options_.store->PutFile(g.path); bi) g.blob_hash = bi->hash.ToHex();
+    }
+    out.push_back(Holding{k.first, k.second, -1, g.weights->info.formats(), true, g.blob_hash});
+  }
   return out;
 }
 
@@ -395,28 +473,51 @@ json ExpertRuntime::Status() const {
           {"restart_notes", notes_}};
 }
 
+Result<ExpertRuntime::Gate> ExpertRuntime::FindGate(const std::string& id, std::optional<int>& layer) const {
+  std::lock_guard<std::mutex> lock(gates_mu_);
+  if (!layer) {
+    std::vector<int> layers;
+    for (const auto& [k, g] : gates_)
+      if (k.first == id) layers.push_back(k.second);
+    if (layers.empty())
+      return Error::NotFound("no gate loaded for model '{}': load one with `tenzro moe load-gate`", id);
+    if (layers.size() > 1)
+      return Error::InvalidArgument("model '{}' has gates for layers {}: pass --layer", id, fmt::join(layers, ", "));
+    layer = layers[0];
+  }
+  auto it = gates_.find({id, *layer});
+  if (it == gates_.end())
+    return Error::NotFound("no gate loaded for model '{}' layer {}: load one with `tenzro moe load-gate`", id, *layer);
+  return it->second;
+}
+
+Result<ExpertRuntime::GateOutput> ExpertRuntime::GateOnly(std::string_view model, std::optional<int> layer,
+                                                          int64_t d_model, const float* x, int n_tok) {
+  using Clock = std::chrono::steady_clock;
+  GateOutput g;
+  TENZRO_TRY(g.model, catalog::NormalizeModelId(model));
+  TENZRO_TRY(Gate gate, FindGate(g.model, layer));
+  const int64_t n_embd = gate.weights->router.n_embd();
+  if (d_model != n_embd)
+    return Error::InvalidArgument("d_model {} does not match model '{}' (n_embd {})", d_model, g.model, n_embd);
+  g.layer = *layer;
+  auto t0 = Clock::now();
+  TENZRO_TRY(g.routing, runtime::Route(gate.weights->router, gate.routing, x, n_tok, options_.compute_pool));
+  g.gate_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  g.shared_expert = gate.weights->shared.has_value();
+  if (g.shared_expert && n_tok > 0) {
+    t0 = Clock::now();
+    g.shared.resize(static_cast<size_t>(n_tok) * n_embd);
+    TENZRO_CHECK_OK(runtime::SharedExpertFfn(*gate.weights->shared, x, n_tok, g.shared.data(), options_.compute_pool));
+    g.shared_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+  return g;
+}
+
 Result<ForwardResult> ExpertRuntime::Forward(std::string_view model, std::optional<int> layer, int64_t d_model,
                                              const float* x, int n_tok, float* out) {
   TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
-  Gate gate;
-  {
-    std::lock_guard<std::mutex> lock(gates_mu_);
-    if (!layer) {
-      std::vector<int> layers;
-      for (const auto& [k, g] : gates_)
-        if (k.first == id) layers.push_back(k.second);
-      if (layers.empty())
-        return Error::NotFound("no gate loaded for model '{}': load one with `tenzro moe load-gate`", id);
-      if (layers.size() > 1)
-        return Error::InvalidArgument("model '{}' has gates for layers {}: pass --layer", id, fmt::join(layers, ", "));
-      layer = layers[0];
-    }
-    auto it = gates_.find({id, *layer});
-    if (it == gates_.end())
-      return Error::NotFound("no gate loaded for model '{}' layer {}: load one with `tenzro moe load-gate`", id,
-                             *layer);
-    gate = it->second;
-  }
+  TENZRO_TRY(Gate gate, FindGate(id, layer));
   const int64_t n_embd = gate.weights->router.n_embd();
   if (d_model != n_embd)
     return Error::InvalidArgument("d_model {} does not match model '{}' (n_embd {})", d_model, id, n_embd);

@@ -19,6 +19,7 @@
 // expert race benignly (the last registration wins).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,12 @@ struct ExpertRuntimeOptions {
   std::shared_ptr<blob::BlobStore> store;          // DATA_DIR/blobs
   ThreadPool* compute_pool = nullptr;              // kernels; may be null
   std::chrono::milliseconds pin_wait{30000};
+  // Peers (HTTP base URLs, best first) that provide a blob this node lacks,
+  // for loads of a tenzro://blob/ URI without `from` (the swarm's provider
+  // records, ordered by measured latency). May be empty.
+  std::function<std::vector<std::string>(const std::string& blob_hash_hex)> find_providers;
+  // Called after a successful load (the swarm re-publishes the holdings).
+  std::function<void()> on_change;
 };
 
 // Where a load reads from: an absolute path (safetensors or mini-GGUF) or a
@@ -80,6 +87,34 @@ class ExpertRuntime {
   Result<ForwardResult> Forward(std::string_view model, std::optional<int> layer, int64_t d_model, const float* x,
                                 int n_tok, float* out);
 
+  // What this node holds, for its swarm declarations: every expert (expert
+  // >= 0) and gate (expert == -1) with its formats, tier and blob hash (the
+  // BLAKE3 of its mini-GGUF, which is also in the node's blob store; entries
+  // re-registered on restart are hashed once, here). Skips loading entries.
+  struct Holding {
+    std::string model;
+    int layer = 0;
+    int expert = -1;
+    std::string formats;  // "q4_K/q4_K/q6_K" (gate/up/down) or the gate's
+    bool warm = false;
+    std::string blob_hash;
+  };
+  std::vector<Holding> Holdings();
+
+  // The gating half of Forward, for the distributed forward (dispatch):
+  // resolves the layer and checks d_model as Forward does, routes x, and runs
+  // the gate's shared expert (if any) on x into `shared`.
+  struct GateOutput {
+    std::string model;  // normalised id
+    int layer = 0;
+    std::vector<runtime::TokenRouting> routing;
+    std::vector<float> shared;  // n_tok x d_model; empty without a shared expert
+    bool shared_expert = false; // the gate has one
+    double gate_ms = 0, shared_ms = 0;
+  };
+  Result<GateOutput> GateOnly(std::string_view model, std::optional<int> layer, int64_t d_model, const float* x,
+                              int n_tok);
+
   runtime::ExpertCache& cache() { return *cache_; }
   const std::vector<std::string>& restart_notes() const { return notes_; }
 
@@ -90,6 +125,7 @@ class ExpertRuntime {
     std::string routing_name;
     std::string path;
     std::string shape_source;
+    std::string blob_hash;  // of gate.gguf; "" until known
   };
   struct Shape {
     std::optional<catalog::ModelShape> shape;  // nullopt: unknown model
@@ -97,6 +133,9 @@ class ExpertRuntime {
   };
   explicit ExpertRuntime(ExpertRuntimeOptions options) : options_(std::move(options)) {}
   Result<Shape> ResolveModel(const std::string& id) const;
+  // The gate of (id, layer); layer nullopt: the model's only gated layer
+  // (set on return). kNotFound / kInvalidArgument as Forward documents.
+  Result<Gate> FindGate(const std::string& id, std::optional<int>& layer) const;
   Result<std::string> AcquireBlob(const std::string& uri, const std::string& from, nlohmann::json* out);
   Result<Gate> MakeGate(const std::string& id, std::shared_ptr<const runtime::GateWeights> g, const Shape& s) const;
   Result<void> ScanGates();
@@ -105,6 +144,7 @@ class ExpertRuntime {
   std::unique_ptr<runtime::ExpertCache> cache_;
   mutable std::mutex gates_mu_;
   std::map<std::pair<std::string, int>, Gate> gates_;  // guarded by gates_mu_
+  std::map<runtime::ExpertKey, std::string> hashes_;   // expert blob hashes; guarded by gates_mu_
   std::vector<std::string> notes_;
 };
 

@@ -10,6 +10,7 @@
 #include "net/json_http.h"
 #include "node/moe_services.h"
 #include "node/node.h"
+#include "node/swarm_service.h"
 
 namespace tenzro::node {
 namespace {
@@ -43,36 +44,14 @@ Result<LoadSource> SourceOf(const json& body) {
   return s;
 }
 
-json RoutingJson(const std::vector<runtime::TokenRouting>& routing, int layer) {
-  json out = json::array();
-  for (size_t t = 0; t < routing.size(); ++t) {
-    json ex = json::array();
-    for (const auto& c : routing[t].experts) ex.push_back({{"layer", layer}, {"expert", c.expert}, {"weight", c.weight}});
-    out.push_back({{"token_index", t}, {"experts", ex}});
-  }
-  return out;
-}
-
 Result<json> HandleForward(ExpertRuntime& rt, const json& body) {
-  TENZRO_TRY(std::string model, Field<std::string>(body, "model"));
-  std::optional<int> layer;
-  if (body.contains("layer") && !body["layer"].is_null()) {
-    TENZRO_TRY(int l, Field<int>(body, "layer"));
-    layer = l;
-  }
-  TENZRO_TRY(int64_t d_model, Field<int64_t>(body, "d_model"));
-  TENZRO_TRY(int64_t n_tok, Field<int64_t>(body, "n_tokens"));
-  TENZRO_TRY(std::string b64, Field<std::string>(body, "hidden_f32_b64"));
-  TENZRO_TRY(Bytes raw, Base64Decode(b64));
-  if (d_model <= 0) return Error::InvalidArgument("d_model must be positive");
-  uint64_t want = 0;
-  if (MulOverflow(static_cast<uint64_t>(n_tok), static_cast<uint64_t>(d_model) * 4, &want) || raw.size() != want)
-    return Error::InvalidArgument("hidden state is {} bytes; {} tokens x d_model {} x 4 bytes = {}", raw.size(),
-                                  n_tok, d_model, want);
-  std::vector<float> x(static_cast<size_t>(n_tok * d_model)), out(x.size());
-  if (!raw.empty()) std::memcpy(x.data(), raw.data(), raw.size());
+  TENZRO_TRY(ForwardRequest fr, ParseForwardRequest(body));
+  const std::string& model = fr.model;
+  const int64_t d_model = fr.d_model, n_tok = fr.n_tokens;
+  std::vector<float>& x = fr.x;
+  std::vector<float> out(x.size());
   const auto t0 = std::chrono::steady_clock::now();
-  TENZRO_TRY(ForwardResult r, rt.Forward(model, layer, d_model, x.data(), static_cast<int>(n_tok), out.data()));
+  TENZRO_TRY(ForwardResult r, rt.Forward(model, fr.layer, d_model, x.data(), static_cast<int>(n_tok), out.data()));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto st = rt.cache().stats();
   return json{{"model", model},
@@ -81,7 +60,7 @@ Result<json> HandleForward(ExpertRuntime& rt, const json& body) {
               {"d_model", d_model},
               {"output_f32_b64",
                Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>(out.data()), out.size() * sizeof(float)))},
-              {"routing", RoutingJson(r.routing, r.layer)},
+              {"routing", ForwardRoutingJson(r.routing, r.layer)},
               {"shared_expert", r.shared_expert},
               {"elapsed_ms", ms},
               {"cache",
@@ -104,6 +83,38 @@ net::Response Answer(const net::Request& http, const std::function<Result<json>(
 }
 
 }  // namespace
+
+Result<ForwardRequest> ParseForwardRequest(const json& body) {
+  ForwardRequest fr;
+  TENZRO_TRY(fr.model, Field<std::string>(body, "model"));
+  if (body.contains("layer") && !body["layer"].is_null()) {
+    TENZRO_TRY(int l, Field<int>(body, "layer"));
+    fr.layer = l;
+  }
+  TENZRO_TRY(fr.d_model, Field<int64_t>(body, "d_model"));
+  TENZRO_TRY(fr.n_tokens, Field<int64_t>(body, "n_tokens"));
+  TENZRO_TRY(std::string b64, Field<std::string>(body, "hidden_f32_b64"));
+  TENZRO_TRY(Bytes raw, Base64Decode(b64));
+  if (fr.d_model <= 0) return Error::InvalidArgument("d_model must be positive");
+  uint64_t want = 0;
+  if (MulOverflow(static_cast<uint64_t>(fr.n_tokens), static_cast<uint64_t>(fr.d_model) * 4, &want) ||
+      raw.size() != want)
+    return Error::InvalidArgument("hidden state is {} bytes; {} tokens x d_model {} x 4 bytes = {}", raw.size(),
+                                  fr.n_tokens, fr.d_model, want);
+  fr.x.resize(static_cast<size_t>(fr.n_tokens * fr.d_model));
+  if (!raw.empty()) std::memcpy(fr.x.data(), raw.data(), raw.size());
+  return fr;
+}
+
+json ForwardRoutingJson(const std::vector<runtime::TokenRouting>& routing, int layer) {
+  json out = json::array();
+  for (size_t t = 0; t < routing.size(); ++t) {
+    json ex = json::array();
+    for (const auto& c : routing[t].experts) ex.push_back({{"layer", layer}, {"expert", c.expert}, {"weight", c.weight}});
+    out.push_back({{"token_index", t}, {"experts", ex}});
+  }
+  return out;
+}
 
 std::string Base64Encode(ByteSpan data) {
   std::string out;
@@ -167,6 +178,13 @@ Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node) {
   o.memory_budget = node.config().memory_budget;
   o.store = store;
   o.compute_pool = &node.pool();
+  Node* n = &node;
+  o.find_providers = [n](const std::string& hash) { return NodeBlobProviders(*n, hash); };
+  o.on_change = [n] {
+    if (auto agent = NodeSwarm(*n); agent) {
+      if (auto r = (*agent)->Publish(); !r) spdlog::warn("swarm: publish after load failed: {}", r.error().ToString());
+    }
+  };
   TENZRO_TRY(auto rt, ExpertRuntime::Open(std::move(o)));
   std::shared_ptr<ExpertRuntime> shared(std::move(rt));
   for (const auto& n : shared->restart_notes()) spdlog::warn("expert runtime: skipped on restart: {}", n);
@@ -179,6 +197,25 @@ Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node) {
 
 Result<void> AddRuntimeService(Node& node) {
   TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+  node.AddMetrics([rt](std::string& out) {
+    const auto st = rt->cache().stats();
+    auto counter = [&](const char* name, const char* help, uint64_t v) {
+      out += fmt::format("# HELP tenzro_cache_{0} {1}\n# TYPE tenzro_cache_{0} counter\ntenzro_cache_{0} {2}\n", name,
+                         help, v);
+    };
+    auto gauge = [&](const char* name, const char* help, uint64_t v) {
+      out += fmt::format("# HELP tenzro_{0} {1}\n# TYPE tenzro_{0} gauge\ntenzro_{0} {2}\n", name, help, v);
+    };
+    counter("hits_total", "Expert pins served warm.", st.hits);
+    counter("prefetch_waits_total", "Pins that waited for a prefetch in flight.", st.prefetch_waits);
+    counter("misses_total", "Pins that loaded a cold expert.", st.misses);
+    counter("promotions_total", "Cold to warm promotions.", st.promotions);
+    counter("demotions_total", "Warm to cold demotions (budget pressure).", st.demotions);
+    gauge("warm_bytes", "Bytes of warm (and loading) experts.", st.warm_bytes);
+    gauge("budget_bytes", "Memory budget for warm experts (0 = unlimited).", st.budget_bytes);
+    gauge("experts", "Experts registered (warm or cold).", st.n_experts);
+    gauge("warm_experts", "Experts warm.", st.n_warm);
+  });
   net::Router& r = node.admin_router();
   ThreadPool* pool = &node.pool();
   r.AddOnPool("POST", "/v1/moe/load-expert", pool, [rt](const net::Request& http) {

@@ -16,12 +16,16 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
 #include "core/bytes.h"
 #include "core/result.h"
 #include "node/expert_runtime.h"
+
+#include <nlohmann/json.hpp>
 
 namespace tenzro::node {
 
@@ -32,6 +36,20 @@ class Node;
 Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node);
 
 Result<void> AddRuntimeService(Node& node);
+
+// The body of POST /v1/moe/forward (also read by the distributed forward,
+// dispatch_service.h): the hidden state checked to be exactly n_tokens x
+// d_model float32. kInvalidArgument naming the field.
+struct ForwardRequest {
+  std::string model;
+  std::optional<int> layer;
+  int64_t d_model = 0;
+  int64_t n_tokens = 0;
+  std::vector<float> x;
+};
+Result<ForwardRequest> ParseForwardRequest(const nlohmann::json& body);
+// [{"token_index", "experts": [{"layer", "expert", "weight"}]}] (the answer's "routing").
+nlohmann::json ForwardRoutingJson(const std::vector<runtime::TokenRouting>& routing, int layer);
 
 // RFC 4648 base64 with padding (the forward wire format).
 std::string Base64Encode(ByteSpan data);

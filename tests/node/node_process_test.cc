@@ -9,7 +9,7 @@
 #include "net/client.h"
 #include "net/json_http.h"
 #include "net/url.h"
-#include "testutil/testutil.h"
+#include "testutil/node_process.h"
 
 namespace tenzro::node {
 namespace {
@@ -21,46 +21,19 @@ using tenzro::testing::TempDir;
 using tenzro::testing::TenzroBin;
 using tenzro::testing::WaitFor;
 
-// A node child process and how to reach its admin API.
-struct RunningNode {
-  std::unique_ptr<ChildProcess> proc;
-  net::Endpoint admin;
-  net::Endpoint http;
-  std::string token;
+using tenzro::testing::RunningNode;
 
-  net::HttpClient Admin(bool with_token = true) const {
-    net::ClientOptions o;
-    o.timeout = seconds(20);
-    net::HttpClient c(admin, o);
-    if (with_token) c.SetBearerToken(token);
-    return c;
-  }
-};
-
+// A node with debug logging and the test-only routes (testutil/node_process.h).
 RunningNode StartNode(const std::string& dir, const std::vector<std::string>& extra = {}, const char* log = "node.log") {
-  RunningNode n;
-  std::vector<std::string> argv{TenzroBin(), "--data-dir", dir, "--log-level", "debug", "node", "run",
-                                "--debug-routes", "true", "--threads", "2"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  n.proc = std::make_unique<ChildProcess>(argv, dir + "." + log);
-  std::string node_json = dir + "/node.json";
-  // A killed node leaves a stale node.json: wait for the one naming this child.
-  auto ours = [&] {
-    auto text = ReadTextFile(node_json);
-    if (!text) return false;
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    return j.is_object() && j.value("pid", -1) == n.proc->pid();
-  };
-  bool up = WaitFor([&] { return ours() || !n.proc->running(); }, seconds(30));
-  EXPECT_TRUE(up && n.proc->running()) << n.proc->Log();
-  if (!up || !n.proc->running()) return n;
-  auto j = nlohmann::json::parse(*ReadTextFile(node_json));
-  n.admin = *net::ParseEndpoint(j["admin"].get<std::string>());
-  n.http = *net::ParseEndpoint(j["http"].get<std::string>());
-  EXPECT_EQ(j["pid"], n.proc->pid());
-  std::string token = *ReadTextFile(dir + "/admin.token");
-  while (!token.empty() && token.back() == '\n') token.pop_back();
-  n.token = token;
+  tenzro::testing::NodeOptions o;
+  o.global_args = {"--log-level", "debug"};
+  o.run_args = {"--debug-routes", "true"};
+  o.run_args.insert(o.run_args.end(), extra.begin(), extra.end());
+  o.log_path = dir + "." + log;
+  RunningNode n = tenzro::testing::StartNode(dir, o);
+  if (n.running()) {
+    EXPECT_EQ(n.node_json["pid"], n.proc->pid());
+  }
   return n;
 }
 

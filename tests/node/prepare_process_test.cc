@@ -18,7 +18,7 @@
 #include "net/router.h"
 #include "net/server.h"
 #include "net/url.h"
-#include "testutil/testutil.h"
+#include "testutil/node_process.h"
 
 namespace tenzro::node {
 namespace {
@@ -32,24 +32,8 @@ using tenzro::testing::TempDir;
 using tenzro::testing::TenzroBin;
 using tenzro::testing::WaitFor;
 
-struct Node {
-  std::unique_ptr<ChildProcess> proc;
-  std::string dir;
-  std::string http;  // public URL
-};
-
-Node Start(const std::string& dir) {
-  Node n;
-  n.dir = dir;
-  n.proc = std::make_unique<ChildProcess>(
-      std::vector<std::string>{TenzroBin(), "--data-dir", dir, "node", "run", "--threads", "2"}, dir + ".log");
-  bool up = WaitFor([&] { return PathExists(dir + "/node.json") || !n.proc->running(); }, seconds(30));
-  EXPECT_TRUE(up && n.proc->running()) << n.proc->Log();
-  if (!up) return n;
-  auto j = json::parse(*ReadTextFile(dir + "/node.json"));
-  n.http = j["http"].get<std::string>();
-  return n;
-}
+using tenzro::testing::RunningNode;
+using tenzro::testing::StartNode;
 
 json PrepareTiny(const std::string& dir, const std::string& experts) {
   auto add = RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", "tiny-qwen35moe", "--checkpoint",
@@ -68,7 +52,7 @@ json PrepareTiny(const std::string& dir, const std::string& experts) {
 
 TEST(PrepareProcess, PrepareFetchVerifyAndRejectTampering) {
   TempDir tmp;
-  Node a = Start(tmp.Join("a"));
+  RunningNode a = StartNode(tmp.Join("a"));
   ASSERT_TRUE(a.proc->running());
   json job = PrepareTiny(a.dir, "0,3");
   ASSERT_EQ(job.value("state", ""), "done") << job.dump(2);
@@ -90,7 +74,7 @@ TEST(PrepareProcess, PrepareFetchVerifyAndRejectTampering) {
 
   // B fetches by URI from A, verified.
   std::string b = tmp.Join("b");
-  auto got = RunTenzro({"--data-dir", b, "blob", "get", uri, "--from", a.http, "--json", "-o", tmp.Join("e3.gguf")});
+  auto got = RunTenzro({"--data-dir", b, "blob", "get", uri, "--from", a.http_url(), "--json", "-o", tmp.Join("e3.gguf")});
   ASSERT_EQ(got.exit_code, 0) << got.err;
   EXPECT_EQ(json::parse(got.out)["size"], size);
   auto local = blob::BlobStore::Open(b + "/blobs");
@@ -102,18 +86,18 @@ TEST(PrepareProcess, PrepareFetchVerifyAndRejectTampering) {
   EXPECT_EQ(testing::ReadAll(tmp.Join("e3.gguf")).size(), size);
 
   // Ranged and last-chunk requests verify.
-  auto ranged = RunTenzro({"--data-dir", tmp.Join("c"), "blob", "get", uri, "--from", a.http, "--ranges", "20..40",
+  auto ranged = RunTenzro({"--data-dir", tmp.Join("c"), "blob", "get", uri, "--from", a.http_url(), "--ranges", "20..40",
                            "--json"});
   ASSERT_EQ(ranged.exit_code, 0) << ranged.err;
   EXPECT_EQ(json::parse(ranged.out)["verified_bytes"], 20 * 1024);
-  auto last = RunTenzro({"--data-dir", tmp.Join("c"), "blob", "get", uri, "--from", a.http, "--ranges", "last",
+  auto last = RunTenzro({"--data-dir", tmp.Join("c"), "blob", "get", uri, "--from", a.http_url(), "--ranges", "last",
                          "--json"});
   ASSERT_EQ(last.exit_code, 0) << last.err;
   json lj = json::parse(last.out);
   EXPECT_EQ(lj["size"], size) << "the last chunk proves the size";
 
   // A tampering peer: relays A's stream with one byte flipped.
-  auto a_ep = net::ParseEndpoint(a.http);
+  auto a_ep = net::ParseEndpoint(a.http_url());
   ASSERT_TRUE(a_ep);
   for (size_t flip_at : {size_t{3}, size_t{8 + 64 + 100}, size_t{size / 2}}) {
     boost::asio::io_context ioc;
@@ -150,7 +134,7 @@ TEST(PrepareProcess, PrepareFetchVerifyAndRejectTampering) {
 
 TEST(PrepareProcess, BadRequestsFailClearlyAndNodeKeepsServing) {
   TempDir tmp;
-  Node a = Start(tmp.Join("a"));
+  RunningNode a = StartNode(tmp.Join("a"));
   ASSERT_TRUE(a.proc->running());
   auto unknown = RunTenzro({"--data-dir", a.dir, "moe", "prepare-experts", "--model-id", "nope", "--layer", "0"});
   EXPECT_EQ(unknown.exit_code, 3) << unknown.err;

@@ -12,7 +12,7 @@
 
 #include "core/file.h"
 #include "net/url.h"
-#include "testutil/testutil.h"
+#include "testutil/node_process.h"
 
 namespace tenzro::node {
 namespace {
@@ -30,38 +30,16 @@ using tenzro::testing::WaitFor;
 
 constexpr const char* kModel = "tiny-qwen35moe";
 
-struct Node {
-  std::unique_ptr<ChildProcess> proc;
-  std::string dir, http;
-};
+using tenzro::testing::RunningNode;
 
-Node Start(const std::string& dir, const std::vector<std::string>& extra = {}) {
-  Node n;
-  n.dir = dir;
-  std::vector<std::string> argv{TenzroBin(), "--data-dir", dir, "node", "run", "--threads", "2"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  ::unlink((dir + "/node.json").c_str());
-  n.proc = std::make_unique<ChildProcess>(argv, dir + ".log");
-  const std::string nj = dir + "/node.json";
-  bool up = WaitFor([&] { return PathExists(nj) || !n.proc->running(); }, seconds(60));
-  EXPECT_TRUE(up && n.proc->running()) << n.proc->Log();
-  if (!up || !n.proc->running()) return n;
-  n.http = json::parse(*ReadTextFile(nj))["http"].get<std::string>();
-  return n;
+RunningNode Start(const std::string& dir, const std::vector<std::string>& extra = {}) {
+  tenzro::testing::NodeOptions o;
+  o.run_args = extra;
+  return tenzro::testing::StartNode(dir, o);
 }
 
-RunResult Cli(const Node& n, std::vector<std::string> args) {
-  args.insert(args.begin(), {"--data-dir", n.dir});
-  return RunTenzro(args, seconds(120));
-}
-
-json CliJson(const Node& n, std::vector<std::string> args) {
-  RunResult r = Cli(n, std::move(args));
-  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
-  json j = json::parse(r.out, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << r.out;
-  return j;
-}
+RunResult Cli(const RunningNode& n, std::vector<std::string> args) { return n.Cli(std::move(args)); }
+json CliJson(const RunningNode& n, std::vector<std::string> args) { return n.CliJson(std::move(args)); }
 
 double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
   double num = 0, den = 0;
@@ -78,7 +56,7 @@ TEST(RuntimeProcessTest, LoadByBlobUriStatusForwardAndRestart) {
   const std::string hidden = DataPath("moe/tiny-qwen35moe.hidden.f32");
 
   // Node A: catalog + prepare both layers (all experts + gate) at q4_k_m.
-  Node a = Start(tmp.Join("a"));
+  RunningNode a = Start(tmp.Join("a"));
   ASSERT_TRUE(a.proc->running());
   RunResult add = Cli(a, {"moe", "catalog-add", "--model", kModel, "--checkpoint",
                           DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")});
@@ -94,9 +72,9 @@ TEST(RuntimeProcessTest, LoadByBlobUriStatusForwardAndRestart) {
   // Node B: a budget of about a quarter of the experts.
   const std::string budget = "1MiB";
   const uint64_t budget_bytes = 1 << 20;
-  Node b = Start(tmp.Join("b"), {"--memory-budget", budget});
+  RunningNode b = Start(tmp.Join("b"), {"--memory-budget", budget});
   ASSERT_TRUE(b.proc->running());
-  const std::string from = a.http;  // node.json gives "http://HOST:PORT"
+  const std::string from = a.http_url();  // node.json gives "http://HOST:PORT"
   for (int layer = 0; layer < 2; ++layer) {
     const json& r = prepared[layer];
     json g = CliJson(b, {"moe", "load-gate", "--model", kModel, "--layer", std::to_string(layer), "--file",
@@ -186,7 +164,7 @@ TEST(RuntimeProcessTest, LoadByBlobUriStatusForwardAndRestart) {
   // Restart B: the cold tier and the gates come back; same answers.
   b.proc->Signal(SIGTERM);
   ASSERT_EQ(b.proc->Wait(seconds(30)), 0) << b.proc->Log();
-  Node b2 = Start(tmp.Join("b"), {"--memory-budget", budget});
+  RunningNode b2 = Start(tmp.Join("b"), {"--memory-budget", budget});
   ASSERT_TRUE(b2.proc->running());
   json rs = CliJson(b2, {"moe", "status", "--json"});
   ASSERT_EQ(rs["experts"].size(), 16u);

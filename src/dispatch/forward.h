@@ -1,0 +1,145 @@
+// tenzro dispatch: the distributed forward of one MoE block (docs/dispatch.md).
+//
+// The caller gates the tokens (the layer's router lives on this node) and
+// computes the shared expert; Dispatcher::Forward then
+//   1. groups the routed (token, expert) pairs per expert,
+//   2. plans per-holder batches (planner.h) from the live declarations (read
+//      once per forward: a re-plan after a holder timed out must not depend
+//      on a fresh discovery read), this node's own experts and the measured
+//      holder stats,
+//   3. runs every batch at once (one thread per remote batch, the local one
+//      on the calling thread) through the executor of its transport,
+//   4. re-plans what failed onto other replicas: a holder whose call failed
+//      (transport error, deadline, malformed answer) is banned for
+//      `ban`; an expert a holder answered with an error is not asked of that
+//      holder again in this forward; at most `max_rounds` rounds;
+//   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order
+//      (runtime::CombineRouted, the local block's own code, so with f32 rows
+//      the result is bit for bit the local forward's), + shared.
+// An expert that no round could compute fails the forward naming it (and
+// its tokens and the last error) unless on_missing is kRenormalize: then each
+// token's weights over the experts that answered are rescaled to keep the
+// token's weight sum (softmax-renormalised top-k: w / sum of answered w), the
+// dropped (expert, tokens) are reported, and a token with no expert left
+// gets only the shared expert.
+// Thread-safety: Forward and PlanWork may run concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "dispatch/executor.h"
+#include "dispatch/holder_stats.h"
+#include "dispatch/planner.h"
+#include "runtime/gating.h"
+#include "swarm/declaration.h"
+
+namespace tenzro::dispatch {
+
+enum class OnMissing : uint8_t { kFail, kRenormalize };
+std::string_view OnMissingName(OnMissing m);           // "fail" | "renormalize"
+Result<OnMissing> ParseOnMissing(std::string_view s);  // kInvalidArgument otherwise
+
+struct ForwardOptions {
+  OnMissing on_missing = OnMissing::kFail;
+  int max_rounds = 3;                               // first try + re-plans
+  std::chrono::milliseconds holder_timeout{10000};  // per call
+  std::chrono::milliseconds ban{5000};              // a failed holder sits out this long
+  RowType dtype = RowType::kF32;                    // rows on the wire
+};
+
+struct ForwardInput {
+  std::string model;  // normalised catalog id
+  int layer = 0;
+  int64_t d_model = 0;
+  int n_tok = 0;
+  const float* x = nullptr;                    // n_tok x d_model
+  std::vector<runtime::TokenRouting> routing;  // one per token (the gate's choice)
+  const float* shared = nullptr;               // n_tok x d_model added at the end, or null
+};
+
+// One executor call.
+struct HolderCall {
+  int round = 0;
+  HolderTarget target;
+  int experts = 0;
+  uint64_t rows = 0;
+  double rtt_ms = 0;      // whole call, as seen here
+  double compute_ms = 0;  // as the holder reports it
+  std::optional<Error> error;  // call failed (holder banned) or whole-request error
+  int failed_experts = 0;      // per-expert errors in an answered call
+};
+
+struct DroppedItem {
+  PlanItem item;
+  Error reason;
+};
+
+struct ForwardReport {
+  double plan_ms = 0;     // all rounds
+  double exec_ms = 0;     // wall time of the concurrent phases, all rounds
+  double combine_ms = 0;  // weighted sum + shared
+  double total_ms = 0;
+  int rounds = 0;
+  std::vector<HolderCall> calls;
+  std::vector<DroppedItem> dropped;          // renormalize only
+  std::vector<int> tokens_without_experts;   // renormalize only
+};
+
+// {"plan_ms", "exec_ms", "combine_ms", "total_ms", "rounds", "max_holder_compute_ms",
+//  "holders": [{"round", "node_id", "transport", "endpoint", "experts", "rows", "rtt_ms",
+//  "compute_ms", "network_ms", "error"?, "failed_experts"}], "dropped": [{"layer",
+//  "expert", "token_indices", "reason"}], "tokens_without_experts": [...]}
+nlohmann::json ReportToJson(const ForwardReport& r);
+
+class Dispatcher {
+ public:
+  struct Sources {
+    std::string self_node_id;
+    // Live declaration parts of a model (SwarmAgent::Live).
+    std::function<Result<std::vector<swarm::Declaration>>(const std::string& model)> live;
+    // (layer, expert) this node's runtime holds for a model.
+    std::function<std::set<std::pair<int, int>>(const std::string& model)> local;
+  };
+
+  // `local` and `http` are required; `quic` may be null (then the planner
+  // never picks QUIC).
+  Dispatcher(Sources sources, std::shared_ptr<Executor> local, std::shared_ptr<Executor> http,
+             std::shared_ptr<Executor> quic = nullptr);
+
+  // The plan this node would dispatch now for `work` of `model`.
+  Result<Plan> PlanWork(const std::string& model, const std::vector<PlanItem>& work,
+                        const std::set<std::tuple<std::string, int, int>>& excluded_items = {});
+  // The same with the declarations given (a forward reads them once and
+  // re-plans its failed items from the same set).
+  Plan PlanWith(const std::string& model, const std::vector<PlanItem>& work, std::vector<swarm::Declaration> live,
+                const std::set<std::tuple<std::string, int, int>>& excluded_items = {});
+
+  // Computes the block into `out` (n_tok x d_model). kInvalidArgument for
+  // bad input (sizes, a NaN or Inf in x, a routed expert index < 0); the
+  // missing-expert error described above otherwise.
+  Result<ForwardReport> Forward(const ForwardInput& in, const ForwardOptions& options, float* out);
+
+  HolderStatsTable& stats() { return stats_; }
+  const std::string& self_node_id() const { return sources_.self_node_id; }
+
+ private:
+  Executor* ExecutorFor(Transport t) const;
+
+  Sources sources_;
+  std::shared_ptr<Executor> local_, http_, quic_;
+  HolderStatsTable stats_;
+  std::atomic<uint64_t> next_request_id_{1};
+};
+
+}  // namespace tenzro::dispatch

@@ -1,0 +1,66 @@
+// tenzro dispatch: what this node has measured of each holder, and which
+// holders are banned for a while after failing.
+//
+// Per holder (node id): an EMA of the network round trip (wall time of a
+// call minus the compute time the holder reports), an EMA of its throughput
+// (rows / compute seconds), and the rows sent to it and not yet answered
+// (across all forwards of this node). The planner reads a Snapshot(); the
+// forward calls Begin/End around every remote call and Ban when a holder
+// errors or misses its deadline. A measurement older than `stale_after`
+// counts as unmeasured again, so a holder that once looked slow (its first
+// call pays the connection set-up) is probed again instead of being
+// skipped forever. Times are passed in (steady clock), so tests can drive
+// them.
+// Thread-safety: every method may be called from any thread (one mutex).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dispatch/planner.h"
+
+namespace tenzro::dispatch {
+
+class HolderStatsTable {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // `alpha`: weight of a new sample in the EMAs.
+  explicit HolderStatsTable(double alpha = 0.3, std::chrono::milliseconds stale_after = std::chrono::seconds(10))
+      : alpha_(alpha), stale_after_(stale_after) {}
+
+  // `rows` were sent to `node`.
+  void Begin(const std::string& node, uint64_t rows);
+  // The call for those rows returned. With ok, the EMAs take the sample:
+  // rtt_ms (whole call) - compute_ms, and rows / compute_ms.
+  void End(const std::string& node, uint64_t rows, bool ok, double rtt_ms, double compute_ms,
+           TimePoint now = std::chrono::steady_clock::now());
+
+  // Keeps `node` out of plans until `until` (extends, never shortens).
+  void Ban(const std::string& node, TimePoint until);
+  std::set<std::string> Banned(TimePoint now) const;
+
+  // Stats as of `now` (stale measurements reported as unmeasured).
+  std::map<std::string, HolderStats> Snapshot(TimePoint now = std::chrono::steady_clock::now()) const;
+  // [{"node_id", "rtt_ms", "rows_per_s", "rows_queued", "calls", "errors", "banned_for_ms"}]
+  nlohmann::json ToJson(TimePoint now) const;
+
+ private:
+  struct Entry {
+    HolderStats s;
+    uint64_t calls = 0, errors = 0;
+    TimePoint banned_until{};
+    TimePoint last_sample{};
+  };
+  const double alpha_;
+  const std::chrono::milliseconds stale_after_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> holders_;  // guarded by mu_
+};
+
+}  // namespace tenzro::dispatch

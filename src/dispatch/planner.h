@@ -1,0 +1,117 @@
+// tenzro dispatch: the planner — which holder computes which expert's rows.
+//
+// Input: the work (per (layer, expert), the tokens routed to it), the live
+// holder declarations of the model (swarm/declaration.h), what this node
+// holds itself, and what it has measured of each holder (HolderStats).
+// Output: per-holder batches (node id, endpoint, transport, items) and the
+// items nobody holds. Rules (docs/dispatch.md):
+//   * an item this node holds is computed here (transport local);
+//   * otherwise among the holders declaring it (state not "leaving", not
+//     excluded, with a usable endpoint), the lowest estimated completion
+//     time   est = rtt_ms + (rows_queued + rows planned so far + item rows)
+//                          / rows_per_s * 1000
+//     ties to the lower node id;
+//   * an expert's rows all go to one holder;
+//   * items are placed largest first (then by layer, expert), so the plan is
+//     a deterministic function of its input.
+// Transport: "quic" when the holder advertises a quic endpoint and the
+// caller can speak QUIC (PlanInput::quic), else "http".
+//
+// Pure logic, no I/O, no clock; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "swarm/declaration.h"
+
+namespace tenzro::dispatch {
+
+enum class Transport : uint8_t { kLocal, kQuic, kHttp };
+std::string_view TransportName(Transport t);  // "local" | "quic" | "http"
+
+// One routing decision as `plan-dispatch --routings` reads it.
+struct RoutedExpert {
+  int layer = 0;
+  int expert = 0;
+  float weight = 0.0f;
+  bool has_weight = false;
+};
+struct TokenRoute {
+  int token_index = 0;
+  std::vector<RoutedExpert> experts;
+};
+
+// Parses [{"token_index": 0, "experts": [{"layer": 0, "expert": 5,
+// "weight"?: 0.3}, ...]}, ...]. kInvalidArgument naming the entry for wrong
+// types, negative indices, a token listed twice, an expert listed twice for
+// one token, or a non-finite weight.
+Result<std::vector<TokenRoute>> ParseRoutings(const nlohmann::json& j);
+
+// Tokens routed to one (layer, expert), ascending.
+struct PlanItem {
+  int layer = 0;
+  int expert = 0;
+  std::vector<int> tokens;
+  bool operator==(const PlanItem&) const = default;
+};
+
+// The items of `routes`, sorted by (layer, expert).
+std::vector<PlanItem> GroupByExpert(const std::vector<TokenRoute>& routes);
+
+// What this node knows of a holder (HolderStatsTable keeps these).
+struct HolderStats {
+  double rtt_ms = 0;         // EMA of round trip minus holder compute
+  double rows_per_s = 0;     // EMA of rows / holder compute time; 0 = unmeasured
+  double rows_queued = 0;    // rows sent and not yet answered
+  bool measured = false;     // false: use the PlanInput defaults
+};
+
+struct PlanInput {
+  std::string self_node_id;
+  std::set<std::pair<int, int>> local;           // (layer, expert) held by this node's runtime
+  std::vector<swarm::Declaration> live;          // live declaration parts of the model
+  std::map<std::string, HolderStats> stats;      // by node id
+  std::set<std::string> excluded;                // holders not to use (banned)
+  std::set<std::tuple<std::string, int, int>> excluded_items;  // (node, layer, expert) that failed
+  bool quic = false;                             // a QUIC executor is available
+  double default_rtt_ms = 1.0;                   // unmeasured holders
+  double default_rows_per_s = 1000.0;
+};
+
+struct HolderBatch {
+  std::string node_id;
+  Transport transport = Transport::kHttp;
+  std::string endpoint;    // URL (http), ip:port (quic), "" (local)
+  double estimated_ms = 0; // completion estimate after the last item placed
+  uint64_t rows = 0;
+  std::vector<PlanItem> items;  // sorted by (layer, expert)
+};
+
+struct Plan {
+  std::vector<HolderBatch> batches;  // local first, then by node id
+  std::vector<PlanItem> unheld;      // sorted by (layer, expert)
+  // (layer, expert) of unheld items that an excluded (banned) holder
+  // declares: unavailable for now rather than held by nobody.
+  std::set<std::pair<int, int>> unheld_banned;
+  int holders_considered = 0;        // distinct usable remote holders
+};
+
+Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& input);
+
+// {"batches": [{"node_id", "transport", "endpoint", "estimated_ms", "rows",
+//   "items": [{"layer", "expert", "token_indices"}]}], "unheld": [{"layer",
+//   "expert", "token_indices", "holders_banned"}], "holders_considered"}
+nlohmann::json PlanToJson(const Plan& plan);
+nlohmann::json PlanItemToJson(const PlanItem& item);
+
+}  // namespace tenzro::dispatch

@@ -1,0 +1,192 @@
+#include "node/dispatch_service.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "catalog/catalog.h"
+#include "net/json_http.h"
+#include "node/exec_service.h"
+#include "node/node.h"
+#include "node/quic_service.h"
+#include "node/runtime_service.h"
+#include "node/swarm_service.h"
+#include "quic/exec_executor.h"
+
+namespace tenzro::node {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+net::Response Answer(const net::Request& http, const std::function<Result<json>(const json&)>& fn) {
+  auto body = net::ParseJsonBody(http.body);
+  if (!body) return net::ErrorResponse(body.error());
+  auto r = fn(*body);
+  if (!r) return net::ErrorResponse(r.error());
+  return net::JsonResponse(*r);
+}
+
+Result<dispatch::ForwardOptions> OptionsOf(const json& b) {
+  dispatch::ForwardOptions o;
+  if (b.contains("on_missing") && !b["on_missing"].is_null()) {
+    if (!b["on_missing"].is_string()) return Error::InvalidArgument("request: 'on_missing' must be a string");
+    TENZRO_TRY(o.on_missing, dispatch::ParseOnMissing(b["on_missing"].get<std::string>()));
+  }
+  if (b.contains("wire_dtype") && !b["wire_dtype"].is_null()) {
+    if (!b["wire_dtype"].is_string()) return Error::InvalidArgument("request: 'wire_dtype' must be a string");
+    TENZRO_TRY(o.dtype, dispatch::ParseRowType(b["wire_dtype"].get<std::string>()));
+  }
+  auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) -> Result<void> {
+    if (!b.contains(key) || b[key].is_null()) return Ok();
+    if (!b[key].is_number_integer() || b[key].get<int64_t>() < lo || b[key].get<int64_t>() > hi)
+      return Error::InvalidArgument("request: '{}' must be an integer in [{}, {}]", key, lo, hi);
+    *out = b[key].get<int64_t>();
+    return Ok();
+  };
+  int64_t timeout = o.holder_timeout.count(), rounds = o.max_rounds;
+  TENZRO_CHECK_OK(int_field("timeout_ms", 1, 600000, &timeout));
+  TENZRO_CHECK_OK(int_field("max_rounds", 1, 10, &rounds));
+  o.holder_timeout = std::chrono::milliseconds(timeout);
+  o.max_rounds = static_cast<int>(rounds);
+  return o;
+}
+
+Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, const json& body) {
+  const auto t0 = Clock::now();
+  TENZRO_TRY(ForwardRequest fr, ParseForwardRequest(body));
+  TENZRO_TRY(dispatch::ForwardOptions opt, OptionsOf(body));
+  if (fr.n_tokens > (1 << 20)) return Error::InvalidArgument("n_tokens {} is over 1048576", fr.n_tokens);
+  const int n_tok = static_cast<int>(fr.n_tokens);
+  TENZRO_TRY(ExpertRuntime::GateOutput g, rt.GateOnly(fr.model, fr.layer, fr.d_model, fr.x.data(), n_tok));
+  dispatch::ForwardInput in;
+  in.model = g.model;
+  in.layer = g.layer;
+  in.d_model = fr.d_model;
+  in.n_tok = n_tok;
+  in.x = fr.x.data();
+  in.routing = g.routing;
+  in.shared = g.shared.empty() ? nullptr : g.shared.data();
+  std::vector<float> out(fr.x.size());
+  TENZRO_TRY(dispatch::ForwardReport rep, d.Forward(in, opt, out.data()));
+  const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  json rj = dispatch::ReportToJson(rep);
+  json stages = {{"gate_ms", g.gate_ms},
+                 {"shared_ms", g.shared_ms},
+                 {"plan_ms", rj["plan_ms"]},
+                 {"exec_ms", rj["exec_ms"]},
+                 {"combine_ms", rj["combine_ms"]},
+                 {"dispatch_ms", rj["total_ms"]},
+                 {"total_ms", total_ms},
+                 {"rounds", rj["rounds"]},
+                 {"max_holder_compute_ms", rj["max_holder_compute_ms"]}};
+  return json{{"model", g.model},
+              {"layer", g.layer},
+              {"n_tokens", n_tok},
+              {"d_model", fr.d_model},
+              {"distributed", true},
+              {"on_missing", std::string(dispatch::OnMissingName(opt.on_missing))},
+              {"wire_dtype", std::string(dispatch::RowTypeName(opt.dtype))},
+              {"output_f32_b64",
+               Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>(out.data()), out.size() * sizeof(float)))},
+              {"routing", ForwardRoutingJson(g.routing, g.layer)},
+              {"shared_expert", g.shared_expert},
+              {"elapsed_ms", total_ms},
+              {"stages", stages},
+              {"holders", rj["holders"]},
+              {"dropped", rj["dropped"]},
+              {"tokens_without_experts", rj["tokens_without_experts"]}};
+}
+
+Result<json> PlanDispatch(dispatch::Dispatcher& d, const json& body) {
+  if (!body.contains("model") || !body["model"].is_string())
+    return Error::InvalidArgument("request: missing string field 'model'");
+  TENZRO_TRY(std::string model, catalog::NormalizeModelId(body["model"].get<std::string>()));
+  if (!body.contains("routings")) return Error::InvalidArgument("request: missing field 'routings'");
+  TENZRO_TRY(std::vector<dispatch::TokenRoute> routes, dispatch::ParseRoutings(body["routings"]));
+  TENZRO_TRY(dispatch::Plan plan, d.PlanWork(model, dispatch::GroupByExpert(routes)));
+  json out = dispatch::PlanToJson(plan);
+  out["model"] = model;
+  out["self"] = d.self_node_id();
+  out["n_tokens"] = routes.size();
+  out["holder_stats"] = d.stats().ToJson(Clock::now());
+  return out;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node) {
+  static std::mutex mu;
+  static std::map<Node*, std::shared_ptr<dispatch::Dispatcher>> dispatchers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = dispatchers.find(&node);
+  if (it != dispatchers.end()) return it->second;
+  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+  TENZRO_TRY(std::shared_ptr<swarm::SwarmAgent> agent, NodeSwarm(node));
+  // HTTP URL of every holder the planner saw: the QUIC executor's fallback.
+  struct HttpUrls {
+    std::mutex mu;
+    std::map<std::string, std::string> by_node;
+  };
+  auto urls = std::make_shared<HttpUrls>();
+  dispatch::Dispatcher::Sources s;
+  s.self_node_id = agent->node_id();
+  s.live = [agent, urls](const std::string& model) -> Result<std::vector<swarm::Declaration>> {
+    TENZRO_TRY(std::vector<swarm::Declaration> live, agent->Live(model));
+    std::lock_guard<std::mutex> lock(urls->mu);
+    for (const auto& d : live)
+      for (const auto& e : d.endpoints)
+        if (e.kind == "http") urls->by_node[d.node_id] = e.address;
+    return live;
+  };
+  s.local = [rt](const std::string& model) {
+    std::set<std::pair<int, int>> held;
+    for (const auto& e : rt->cache().List())
+      if (e.key.model == model) held.insert({e.key.layer, e.key.expert});
+    return held;
+  };
+  // The local executor runs on the node's runner (which it keeps alive).
+  struct LocalExec : dispatch::LocalExecutor {
+    LocalExec(std::shared_ptr<dispatch::ExpertRunner> r, dispatch::ExecServeOptions o)
+        : LocalExecutor(*r, std::move(o)), runner(std::move(r)) {}
+    std::shared_ptr<dispatch::ExpertRunner> runner;
+  };
+  TENZRO_TRY(std::shared_ptr<dispatch::ExpertRunner> runner, NodeExpertRunner(node));
+  auto local = std::make_shared<LocalExec>(runner, NodeExecOptions(node));
+  auto http = std::make_shared<dispatch::HttpExecutor>();
+  // QUIC for holders that advertise it (when this node runs an endpoint),
+  // falling back to HTTP when the QUIC call itself fails.
+  std::shared_ptr<dispatch::Executor> quic_exec;
+  if (quic::QuicClient* qc = NodeQuicClient(node)) {
+    quic_exec = std::make_shared<quic::QuicExecutor>(qc, http, [urls](const std::string& node_id) {
+      std::lock_guard<std::mutex> lock(urls->mu);
+      auto it = urls->by_node.find(node_id);
+      return it == urls->by_node.end() ? std::string() : it->second;
+    });
+  }
+  auto d = std::make_shared<dispatch::Dispatcher>(std::move(s), local, http, quic_exec);
+  dispatchers[&node] = d;
+  return d;
+}
+
+Result<void> AddDispatchService(Node& node) {
+  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+  net::Router& r = node.admin_router();
+  ThreadPool* pool = &node.pool();
+  Node* n = &node;
+  r.AddOnPool("POST", "/v1/moe/forward-distributed", pool, [rt, n](const net::Request& http) {
+    return Answer(http, [&](const json& b) -> Result<json> {
+      TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
+      return ForwardDistributed(*rt, *d, b);
+    });
+  });
+  r.AddOnPool("POST", "/v1/moe/plan-dispatch", pool, [n](const net::Request& http) {
+    return Answer(http, [&](const json& b) -> Result<json> {
+      TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
+      return PlanDispatch(*d, b);
+    });
+  });
+  return Ok();
+}
+
+}  // namespace tenzro::node

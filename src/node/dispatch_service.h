@@ -1,0 +1,40 @@
+// tenzro node: the distributed forward and the dispatch planner on the
+// admin API (docs/dispatch.md, docs/formats/admin-api.md).
+//
+//   POST /v1/moe/forward-distributed
+//        the body of POST /v1/moe/forward plus optional "on_missing"
+//        ("fail" | "renormalize"), "wire_dtype" ("f32" | "bf16" | "f16"),
+//        "timeout_ms" (per holder call, default 10000), "max_rounds"
+//        (default 3). Gates here (the layer's gate must be loaded), runs the
+//        shared expert here, dispatches the routed experts (this node's own
+//        locally, the rest to live holders over HTTP) and answers the
+//        forward's JSON plus "distributed": true, "stages", "holders",
+//        "dropped", "tokens_without_experts".
+//   POST /v1/moe/plan-dispatch   {"model", "routings": [...]}
+//        -> {"model", "self", "n_tokens", "batches", "unheld",
+//            "holders_considered", "holder_stats"}
+// Remote holders are called over QUIC when they advertise a quic endpoint
+// and this node runs one, else over HTTP. Handlers run on the node's worker
+// pool; remote calls block only the forward's own threads.
+#pragma once
+
+#include <memory>
+
+#include "core/result.h"
+#include "dispatch/forward.h"
+
+namespace tenzro::node {
+
+class Node;
+
+// The node's Dispatcher (created on first use): self id and live
+// declarations from the swarm agent (NodeSwarm), own experts from the
+// expert runtime, executors local and HTTP. Its holder stats persist across
+// forwards. Executors: local (the node's runner), HTTP, and QUIC
+// (quic::QuicExecutor over NodeQuicClient, HTTP fallback) when the node runs
+// a QUIC endpoint. kUnavailable when the swarm agent cannot start.
+Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node);
+
+Result<void> AddDispatchService(Node& node);
+
+}  // namespace tenzro::node

@@ -1,0 +1,48 @@
+#include "node/exec_service.h"
+
+#include "catalog/catalog.h"
+#include "dispatch/exec_route.h"
+#include "node/node.h"
+#include "node/runtime_service.h"
+#include "node/swarm_service.h"
+
+namespace tenzro::node {
+
+dispatch::ExecServeOptions NodeExecOptions(Node& node) {
+  dispatch::ExecServeOptions o;
+  o.limits.max_frame_bytes = node.config().max_body_bytes;
+  Node* n = &node;
+  o.on_served = [n](const std::string& model, int layer, int expert, uint32_t rows) {
+    auto id = catalog::NormalizeModelId(model);
+    auto agent = NodeSwarm(*n);
+    if (id && agent) (*agent)->RecordServed(*id, layer, expert, rows);
+  };
+  return o;
+}
+
+namespace {
+
+// Keeps the runtime (and so its cache) alive as long as the route.
+class NodeRunner : public dispatch::CacheRunner {
+ public:
+  NodeRunner(std::shared_ptr<ExpertRuntime> rt, ThreadPool* pool)
+      : CacheRunner(rt->cache(), pool), rt_(std::move(rt)) {}
+
+ private:
+  std::shared_ptr<ExpertRuntime> rt_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<dispatch::ExpertRunner>> NodeExpertRunner(Node& node) {
+  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+  return std::shared_ptr<dispatch::ExpertRunner>(std::make_shared<NodeRunner>(rt, &node.pool()));
+}
+
+Result<void> AddExecService(Node& node) {
+  TENZRO_TRY(std::shared_ptr<dispatch::ExpertRunner> runner, NodeExpertRunner(node));
+  dispatch::AddExecRoute(node.public_router(), &node.pool(), runner, NodeExecOptions(node));
+  return Ok();
+}
+
+}  // namespace tenzro::node
