@@ -1,5 +1,6 @@
 #include "dispatch/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -44,6 +45,7 @@ Result<void> MatchAnswer(const ExecRequest& req, const ExecResponse& resp) {
 struct Call {
   HolderBatch batch;
   ExecRequest req;
+  std::chrono::milliseconds timeout{0};
   Result<ExecResponse> resp = Error::Internal("not run");
   double rtt_ms = 0;
 };
@@ -205,7 +207,10 @@ Result<ForwardReport> Dispatcher::Forward(const ForwardInput& in, const ForwardO
     }
     if (plan.batches.empty()) break;
 
-    // Requests: experts in item order, rows gathered from x.
+    // Requests: experts in item order, rows gathered from x; the deadline
+    // adapted to what each holder is expected to take (not in the last round).
+    const auto stats = stats_.Snapshot();
+    const bool last_round = round + 1 == opt.max_rounds;
     std::vector<Call> calls(plan.batches.size());
     for (size_t b = 0; b < plan.batches.size(); ++b) {
       Call& c = calls[b];
@@ -215,7 +220,15 @@ Result<ForwardReport> Dispatcher::Forward(const ForwardInput& in, const ForwardO
       c.req.layer = in.layer;
       c.req.d_model = static_cast<uint32_t>(in.d_model);
       c.req.dtype = c.batch.transport == Transport::kLocal ? RowType::kF32 : opt.dtype;
-      c.req.deadline_ms = static_cast<uint32_t>(opt.holder_timeout.count());
+      c.timeout = opt.holder_timeout;
+      auto st = stats.find(c.batch.node_id);
+      if (!last_round && c.batch.transport != Transport::kLocal && st != stats.end() && st->second.measured &&
+          st->second.rows_per_s > 0) {
+        const double expect_ms = st->second.rtt_ms + c.batch.rows / st->second.rows_per_s * 1000.0;
+        const auto adaptive = std::chrono::milliseconds(static_cast<int64_t>(opt.timeout_factor * expect_ms));
+        c.timeout = std::clamp(adaptive, std::min(opt.min_timeout, opt.holder_timeout), opt.holder_timeout);
+      }
+      c.req.deadline_ms = static_cast<uint32_t>(c.timeout.count());
       for (const PlanItem& it : c.batch.items) {
         ExecBatch& eb = c.req.experts.emplace_back();
         eb.expert = it.expert;
@@ -231,7 +244,7 @@ Result<ForwardReport> Dispatcher::Forward(const ForwardInput& in, const ForwardO
       const bool remote = c.batch.transport != Transport::kLocal;  // the planner never weighs this node
       if (remote) stats_.Begin(c.batch.node_id, c.batch.rows);
       const auto t0 = Clock::now();
-      c.resp = ex ? ex->Exec(target, c.req, opt.holder_timeout)
+      c.resp = ex ? ex->Exec(target, c.req, c.timeout)
                   : Result<ExecResponse>(Error::Unsupported("no {} executor", TransportName(c.batch.transport)));
       if (c.resp) {
         if (auto m = MatchAnswer(c.req, *c.resp); !m) c.resp = m.error();

@@ -12,7 +12,9 @@
 //   4. re-plans what failed onto other replicas: a holder whose call failed
 //      (transport error, deadline, malformed answer) is banned for
 //      `ban`; an expert a holder answered with an error is not asked of that
-//      holder again in this forward; at most `max_rounds` rounds;
+//      holder again in this forward; at most `max_rounds` rounds; calls to
+//      measured holders get a deadline adapted to their expected time
+//      (ForwardOptions::min_timeout, timeout_factor);
 //   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order
 //      (runtime::CombineRouted, the local block's own code, so with f32 rows
 //      the result is bit for bit the local forward's), + shared.
@@ -54,6 +56,13 @@ struct ForwardOptions {
   OnMissing on_missing = OnMissing::kFail;
   int max_rounds = 3;                               // first try + re-plans
   std::chrono::milliseconds holder_timeout{10000};  // per call
+  // A call to a holder with recent measurements times out sooner, after
+  // max(min_timeout, timeout_factor x its expected time) (at most
+  // holder_timeout), except in the last round: a holder that died without
+  // its transport noticing (a SIGKILLed QUIC peer) then costs about
+  // min_timeout, not holder_timeout.
+  std::chrono::milliseconds min_timeout{1000};
+  double timeout_factor = 20;
   std::chrono::milliseconds ban{5000};              // a failed holder sits out this long
   RowType dtype = RowType::kF32;                    // rows on the wire
 };

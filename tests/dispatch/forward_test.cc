@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "dispatch/forward.h"
 #include "runtime/moe_block.h"
@@ -46,7 +47,7 @@ const Weights& W() {
   return w;
 }
 
-enum class Mode { kOk, kDown, kCorrupt, kWholeError };
+enum class Mode { kOk, kDown, kCorrupt, kWholeError, kHang };
 
 // Remote holders: frames encoded, served by ServeExec, decoded.
 class FakeNetwork : public Executor {
@@ -62,10 +63,14 @@ class FakeNetwork : public Executor {
     for (int e : experts) h.runner->Add(0, e, &W().experts[e]);
     return h;
   }
-  Result<ExecResponse> Exec(const HolderTarget& t, const ExecRequest& req, std::chrono::milliseconds) override {
+  Result<ExecResponse> Exec(const HolderTarget& t, const ExecRequest& req, std::chrono::milliseconds timeout) override {
     Holder& h = holders_.at(t.node_id);
     ++h.calls;
     if (h.mode == Mode::kDown) return Error::Unavailable("connection refused");
+    if (h.mode == Mode::kHang) {  // a dead peer the transport does not notice
+      std::this_thread::sleep_for(timeout);
+      return Error::DeadlineExceeded("no answer in {} ms", timeout.count());
+    }
     const Bytes answer = ServeExec(EncodeExecRequest(req), *h.runner);
     TENZRO_TRY(ExecResponse r, DecodeExecResponse(answer));
     if (h.mode == Mode::kCorrupt) r.request_id ^= 1;
@@ -214,6 +219,29 @@ TEST(ForwardTest, DownHolderIsBannedAndItsItemsGoToReplicas) {
   EXPECT_TRUE(BitEqual(again, c.want));
   EXPECT_EQ(s.net->holders_[kA].calls, a_calls);
   EXPECT_EQ(s.net->holders_[kC].calls, c_calls);
+}
+
+TEST(ForwardTest, AMeasuredHolderThatHangsCostsTheAdaptiveTimeoutOnly) {
+  Swarm s;  // every remote holder's experts have another holder
+  Case c;
+  ForwardOptions o;
+  o.holder_timeout = std::chrono::seconds(20);
+  o.min_timeout = std::chrono::milliseconds(200);
+  std::vector<float> out(kTok * kEmbd);
+  ASSERT_TRUE(s.d->Forward(c.Input(), o, out.data()));  // measures every holder used
+  for (auto& [id, h] : s.net->holders_)
+    if (h.calls > 0) {
+      h.mode = Mode::kHang;
+      break;
+    }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.d->Forward(c.Input(), o, out.data());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_TRUE(BitEqual(out, c.want));
+  EXPECT_EQ(r->rounds, 2);
+  EXPECT_LT(took, std::chrono::seconds(5));  // not the 20 s holder_timeout
+  EXPECT_GE(took, std::chrono::milliseconds(200));
 }
 
 TEST(ForwardTest, PerExpertErrorRetriesElsewhereWithoutBan) {
