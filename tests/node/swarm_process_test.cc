@@ -183,7 +183,7 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
   ASSERT_TRUE(WaitFor([&] { return HoldersOf(ShardMap(a)) == want_after; }, std::chrono::seconds(kTtlS + 10)));
   const double expiry = SecondsSince(killed_at);
   std::printf("[swarm] SIGKILLed holder dropped out after %.2f s (TTL %d s, refresh 0.5 s)\n", expiry, kTtlS);
-  EXPECT_LE(expiry, kTtlS + 2.5);
+  EXPECT_LE(expiry, kTtlS + 3.5);  // TTL + one lookup (0.5 s) + a DHT get and scheduling slack on a loaded CI box
   json m = ShardMap(a);
   EXPECT_EQ(m["under_replicated"].size(), want[ids[3]].size());  // E's experts now have one replica
   EXPECT_EQ(m["covered_experts"], 16);
