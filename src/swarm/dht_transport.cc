@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <opendht.h>
 
@@ -119,7 +120,21 @@ DhtStats DhtTransport::stats() const {
   return s;
 }
 
+void DhtTransport::AwaitPeers() {
+  // A node that has just started knows no peer until its bootstrap nodes
+  // answer (a few ms on a LAN); a search before that finds nothing. Wait for
+  // the first peer, bounded by op_timeout. A network of one never waits.
+  if (impl_->bootstrap.empty()) return;
+  const auto deadline = std::chrono::steady_clock::now() + impl_->options.op_timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const DhtStats s = stats();
+    if (s.good_nodes + s.dubious_nodes + s.incoming_nodes > 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 Result<void> DhtTransport::Put(const std::string& key, uint64_t value_id, std::string value) {
+  AwaitPeers();
   if (value.size() > dht::MAX_VALUE_SIZE - 1024)
     return Error::ResourceExhausted("DHT: value of {} bytes exceeds the {} byte limit", value.size(),
                                     dht::MAX_VALUE_SIZE - 1024);
@@ -140,6 +155,7 @@ Result<void> DhtTransport::Put(const std::string& key, uint64_t value_id, std::s
 }
 
 Result<std::vector<std::string>> DhtTransport::Get(const std::string& key) {
+  AwaitPeers();
   struct State {
     std::mutex mu;
     // Distinct values, not keyed by value id: a node that stores its own

@@ -14,7 +14,9 @@
 // own, shorter TTL (swarm/declaration_table.h).
 //
 // Put and Get block the caller until the DHT answers or `op_timeout` passes
-// (a put that reached no other node is still stored locally: not an error).
+// (a put that reached no other node is still stored locally: not an error);
+// on a node with bootstrap nodes that knows no peer yet (just started), they
+// first wait for one, within the same bound.
 // Thread-safe. Nothing here trusts a value: readers verify records.
 #pragma once
 
@@ -64,6 +66,7 @@ class DhtTransport : public DiscoveryTransport {
  private:
   struct Impl;
   explicit DhtTransport(std::unique_ptr<Impl> impl);
+  void AwaitPeers();
   std::unique_ptr<Impl> impl_;
 };
 

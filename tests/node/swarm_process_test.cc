@@ -89,6 +89,16 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
   std::vector<std::string> ids;
   for (auto& n : h) ids.push_back(n.node_json["node_id"].get<std::string>());
 
+  // A announces its prepared blobs at its next refresh (<= 0.5 s): wait until
+  // every holder sees a provider of the first one.
+  const std::string first_hash = prepared[0]["experts"][0]["hash"].get<std::string>();
+  for (auto& n : h) {
+    ASSERT_TRUE(WaitFor([&] {
+      json p = AdminGet(n, "/v1/swarm/providers?hash=" + first_hash);
+      return p.is_object() && !p["providers"].empty();
+    }, std::chrono::seconds(10)));
+  }
+
   // Replication 2: global expert g goes to holders g%4 and (g+1)%4, by blob
   // URI only: the providers are found in the DHT and the bytes verified.
   std::map<std::string, std::set<std::string>> want;
