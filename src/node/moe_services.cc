@@ -2,10 +2,13 @@
 
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
 #include "catalog/catalog.h"
 #include "net/json_http.h"
 #include "node/blob_transfer.h"
 #include "node/node.h"
+#include "node/swarm_service.h"
 #include "prepare/prepare_job.h"
 
 namespace tenzro::node {
@@ -13,12 +16,34 @@ namespace {
 
 using nlohmann::json;
 
-JobFn PrepareJob(std::shared_ptr<blob::BlobStore> store, prepare::PrepareRequest req) {
-  return [store, req](JobContext& ctx) -> Result<json> {
-    return prepare::RunPrepare(req, *store, [&ctx](int done, int total, const std::string& msg) {
+// `published` sees the result of a successful job (the swarm announces the
+// new blobs at once rather than at its next refresh).
+JobFn PrepareJob(std::shared_ptr<blob::BlobStore> store, prepare::PrepareRequest req,
+                 std::function<void(const json&)> published) {
+  return [store, req, published](JobContext& ctx) -> Result<json> {
+    TENZRO_TRY(json result, prepare::RunPrepare(req, *store, [&ctx](int done, int total, const std::string& msg) {
       ctx.SetProgress(static_cast<uint64_t>(done), static_cast<uint64_t>(total), msg);
-    });
+    }));
+    if (published) published(result);
+    return result;
   };
+}
+
+// Announces every blob of a prepare result as provided by this node.
+void AnnouncePrepared(Node& node, const json& result) {
+  std::shared_ptr<swarm::SwarmAgent> agent = NodeSwarmIfRunning(node);
+  if (!agent) return;
+  std::vector<std::string> hashes;
+  if (result.contains("experts") && result["experts"].is_array())
+    for (const json& e : result["experts"])
+      if (e.is_object() && e.contains("hash") && e["hash"].is_string()) hashes.push_back(e["hash"].get<std::string>());
+  if (result.contains("gate") && result["gate"].is_object() && result["gate"].contains("hash") &&
+      result["gate"]["hash"].is_string())
+    hashes.push_back(result["gate"]["hash"].get<std::string>());
+  for (const auto& h : hashes) {
+    if (auto r = agent->AnnounceProvider(h); !r)
+      spdlog::warn("swarm: could not announce prepared blob {}: {}", h, r.error().ToString());
+  }
 }
 
 // Fills req.checkpoint from the catalog when the request did not name one.
@@ -68,7 +93,9 @@ Result<void> AddPrepareService(Node& node) {
   TENZRO_TRY(auto store, NodeBlobStore(node));
   std::string data_dir = node.data_dir();
   JobRegistry* jobs = &node.jobs();
-  node.admin_router().Add("POST", "/v1/moe/prepare", [store, data_dir, jobs](const net::Request& http) {
+  Node* n = &node;
+  auto published = [n](const json& result) { AnnouncePrepared(*n, result); };
+  node.admin_router().Add("POST", "/v1/moe/prepare", [store, data_dir, jobs, published](const net::Request& http) {
     auto body = net::ParseJsonBody(http.body);
     if (!body) return net::ErrorResponse(body.error());
     auto req = prepare::PrepareRequest::FromJson(*body);
@@ -76,7 +103,7 @@ Result<void> AddPrepareService(Node& node) {
     if (auto ok = ResolveCheckpoint(data_dir, &*req); !ok) return net::ErrorResponse(ok.error());
     auto plan = req->Plan();
     if (!plan) return net::ErrorResponse(plan.error());
-    auto id = jobs->Submit(kPrepareJobKind, req->ToJson(), PrepareJob(store, *req));
+    auto id = jobs->Submit(kPrepareJobKind, req->ToJson(), PrepareJob(store, *req, published));
     if (!id) return net::ErrorResponse(id.error());
     return net::JsonResponse({{"job_id", *id},
                               {"state", "queued"},
@@ -88,9 +115,9 @@ Result<void> AddPrepareService(Node& node) {
                               {"quant", json::parse(plan->ToJson())},
                               {"checkpoint", req->checkpoint}});
   });
-  node.jobs().SetResumeHook(kPrepareJobKind, [store](const JobInfo& info) -> Result<JobFn> {
+  node.jobs().SetResumeHook(kPrepareJobKind, [store, published](const JobInfo& info) -> Result<JobFn> {
     TENZRO_TRY(prepare::PrepareRequest req, prepare::PrepareRequest::FromJson(info.params));
-    return PrepareJob(store, req);
+    return PrepareJob(store, req, published);
   });
   return Ok();
 }

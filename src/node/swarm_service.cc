@@ -350,6 +350,12 @@ Result<std::shared_ptr<swarm::SwarmAgent>> NodeSwarm(Node& node) {
   return st->agent;
 }
 
+std::shared_ptr<swarm::SwarmAgent> NodeSwarmIfRunning(Node& node) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_states.find(&node);
+  return it == g_states.end() ? nullptr : it->second->agent;
+}
+
 std::vector<std::string> NodeBlobProviders(Node& node, const std::string& blob_hash) {
   auto st = StateOf(node);
   if (!st) return {};

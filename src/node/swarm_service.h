@@ -32,6 +32,10 @@ class Node;
 // node). kUnavailable when the DHT cannot start.
 Result<std::shared_ptr<swarm::SwarmAgent>> NodeSwarm(Node& node);
 
+// The agent when the swarm service runs on this node, else null (never
+// starts one).
+std::shared_ptr<swarm::SwarmAgent> NodeSwarmIfRunning(Node& node);
+
 // HTTP URLs of the providers of a blob (swarm provider records), fastest
 // measured round trip first; empty when none or the lookup fails.
 std::vector<std::string> NodeBlobProviders(Node& node, const std::string& blob_hash);
