@@ -34,6 +34,7 @@ using std::chrono::seconds;
 using tenzro::testing::DataPath;
 using tenzro::testing::NodeOptions;
 using tenzro::testing::ReadF32;
+using tenzro::testing::RelL2;
 using tenzro::testing::RunningNode;
 using tenzro::testing::StartNode;
 using tenzro::testing::TempDir;
@@ -41,15 +42,6 @@ using tenzro::testing::WaitFor;
 
 constexpr const char* kModel = "tiny-qwen35moe";
 constexpr int kExperts = 8;
-
-double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
 
 // Holder i of 3 holds expert e when e % 3 is i or i - 1 (mod 3): two each.
 bool Holds(int node, int e) { return e % 3 == node || (e + 1) % 3 == node; }

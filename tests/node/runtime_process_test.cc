@@ -22,6 +22,7 @@ using std::chrono::seconds;
 using tenzro::testing::ChildProcess;
 using tenzro::testing::DataPath;
 using tenzro::testing::ReadF32;
+using tenzro::testing::RelL2;
 using tenzro::testing::RunResult;
 using tenzro::testing::RunTenzro;
 using tenzro::testing::TempDir;
@@ -40,15 +41,6 @@ RunningNode Start(const std::string& dir, const std::vector<std::string>& extra 
 
 RunResult Cli(const RunningNode& n, std::vector<std::string> args) { return n.Cli(std::move(args)); }
 json CliJson(const RunningNode& n, std::vector<std::string> args) { return n.CliJson(std::move(args)); }
-
-double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
 
 TEST(RuntimeProcessTest, LoadByBlobUriStatusForwardAndRestart) {
   TempDir tmp;

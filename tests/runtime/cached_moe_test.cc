@@ -21,6 +21,7 @@ namespace {
 using testing::TinyModel;
 using tenzro::testing::DataPath;
 using tenzro::testing::ReadF32;
+using tenzro::testing::RelL2;
 using tenzro::testing::TempDir;
 
 constexpr int kLayers = 2, kExperts = 8, kEmbd = 256;
@@ -31,15 +32,6 @@ RoutingConfig TinyRouting() {
   rc.top_k = 2;
   rc.norm_topk_prob = true;
   return rc;
-}
-
-double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
 }
 
 // The tiny model's 16 experts in a cache with the given budget (in experts

@@ -22,6 +22,7 @@ namespace {
 using format::Projection;
 using tenzro::testing::DataPath;
 using tenzro::testing::ReadF32;
+using tenzro::testing::RelL2;
 
 WeightMatrix FromSlab(const format::ExpertSlab& s) {
   auto m = WeightMatrix::Borrow(s.type, s.row_len, s.rows, s.bytes);
@@ -42,15 +43,6 @@ ExpertWeights ExpertFrom(const format::Checkpoint& ck, int layer, int e) {
   w.up = FromSlab(*ck.Expert(layer, e, Projection::kUp));
   w.down = FromSlab(*ck.Expert(layer, e, Projection::kDown));
   return w;
-}
-
-double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
 }
 
 TEST(MoeOracleTest, MatchesGgmlOracle) {

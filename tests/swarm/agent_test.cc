@@ -151,7 +151,7 @@ TEST(AgentTest, ProvidersAreFoundVerifiedAndExpire) {
   ASSERT_TRUE(a->AnnounceProvider(hash));
   // Forged provider record (signature of another key) is dropped.
   Identity mallory = Identity::Generate();
-  ProviderRecord fake{a->node_id(), hash, {{"http", "http://10.0.0.1:1"}}, f.now, 5};
+  ProviderRecord fake{a->node_id(), hash, {{"http", "http://127.0.0.9:1"}}, f.now, 5};
   auto good_for_mallory = EncodeProviderRecord(ProviderRecord{mallory.node_id(), hash, {}, f.now, 5}, mallory);
   ASSERT_TRUE(good_for_mallory);
   std::string tampered = *good_for_mallory;

@@ -69,6 +69,8 @@ class ChildProcess {
 std::string Sha256Hex(ByteSpan data);
 Bytes ReadAll(const std::string& path);
 std::vector<float> ReadF32(const std::string& path);
+// Relative L2 error ||a - ref|| / ||ref|| (0 when ref is all zeros).
+double RelL2(const std::vector<float>& a, const std::vector<float>& ref);
 void WriteAll(const std::string& path, ByteSpan data);
 
 // Polls `pred` every 20 ms until true or `timeout` elapses; returns pred().
