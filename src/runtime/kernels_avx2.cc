@@ -2,13 +2,14 @@
 // when core/cpu.h reports the AVX2 set).
 //
 // Quantized weights: each 32-value sub-block is an int8 x uint8 dot product
-// (_mm256_maddubs_epi16, then _mm256_madd_epi16 to int32 lanes). The eight
-// sub-block vectors of a 256-value super-block are reduced together
-// (Reduce8: one int32 lane per sub-block), converted to float once and
-// scaled by (weight scale x activation scale) per lane with one FMA.
-// Register tile: one weight row x up to 4 tokens; the row's super-block is
-// unpacked once and used for every token of the tile, and stays in L1 for the
-// next tiles. Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators.
+// (_mm256_maddubs_epi16, then _mm256_madd_epi16 with the sub-block's integer
+// weight scale), converted to float and multiplied by the activation block's
+// scale into 8 float lanes (SubBlockTile); the super-block's float scale and
+// min/offset terms are applied once per super-block, and the lanes are summed
+// once per row. No horizontal adds in the inner loop. Register tile: one
+// weight row x up to 8 tokens; each sub-block is unpacked once and used for
+// every token of the tile, and the row stays in L1 for the next tiles.
+// Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators.
 #include <immintrin.h>
 
 #include <cstring>
@@ -31,17 +32,6 @@ inline float HSum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-// Lane j of the result = sum of the 8 int32 lanes of p[j].
-inline __m256i Reduce8(const __m256i* p) {
-  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]);
-  const __m256i h23 = _mm256_hadd_epi32(p[2], p[3]);
-  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]);
-  const __m256i h67 = _mm256_hadd_epi32(p[6], p[7]);
-  const __m256i a = _mm256_hadd_epi32(h01, h23);
-  const __m256i b = _mm256_hadd_epi32(h45, h67);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 // ---------------------------------------------------------------- floats
@@ -115,13 +105,23 @@ void FloatRows(const KernelArgs& a, int64_t r0, int64_t r1) {
 
 // ---------------------------------------------------------------- quantized
 
-// Loops over rows and tiles of up to 4 tokens, calling Tile<T>(a, r, t0).
+constexpr int kMaxTile = 8;  // tokens per register tile
+
+// Loops over tiles of up to kMaxTile tokens, and within a tile over the rows,
+// calling Tile<T>(a, r, t0): the tile's activations (8 x n int8, 24 KiB at
+// n = 3072) stay in L1 while the chunk's weight rows stream past them.
 template <template <int> class Tile>
 void QuantRows(const KernelArgs& a, int64_t r0, int64_t r1) {
+  int t = 0;
+  for (; t + kMaxTile <= a.n_tok; t += kMaxTile)
+    for (int64_t r = r0; r < r1; ++r) Tile<kMaxTile>::Run(a, r, t);
+  const int rest = a.n_tok - t;
   for (int64_t r = r0; r < r1; ++r) {
-    int t = 0;
-    for (; t + 4 <= a.n_tok; t += 4) Tile<4>::Run(a, r, t);
-    switch (a.n_tok - t) {
+    switch (rest) {
+      case 7: Tile<7>::Run(a, r, t); break;
+      case 6: Tile<6>::Run(a, r, t); break;
+      case 5: Tile<5>::Run(a, r, t); break;
+      case 4: Tile<4>::Run(a, r, t); break;
       case 3: Tile<3>::Run(a, r, t); break;
       case 2: Tile<2>::Run(a, r, t); break;
       case 1: Tile<1>::Run(a, r, t); break;
@@ -148,6 +148,23 @@ struct TokenPtrs {
   }
 };
 
+// One 32-value sub-block against every token of the tile:
+//   t[j] += float(sum_pairs(w * x_j) * wsc) * d_j[s]   (8 float lanes)
+// `w` holds unsigned weight values (< 64), `wsc` the int16 sub-block scale(s)
+// per lane. Each token's lanes see one fixed sequence of operations, whatever
+// the tile size, so tiling never changes the result bits. No horizontal adds
+// until the end of the row: lanes are summed once, by HSum.
+template <int T>
+inline void SubBlockTile(__m256i w, __m256i wsc, const TokenPtrs<T>& tp, int64_t off, int64_t blk,
+                         __m256* t) {
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) {
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[j] + off));
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), wsc);
+    t[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(tp.d[j] + blk), t[j]);
+  }
+}
+
 // Unpacks the 6-bit scales and mins of a Q4_K / Q5_K block into sc[0..7],
 // m[0..7] (ggml's get_scale_min_k4 for all eight sub-blocks at once).
 inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
@@ -162,92 +179,61 @@ inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
   std::memcpy(out, u, 16);
 }
 
-// Shared tail of Q4_K / Q5_K: w[8] hold the unsigned sub-block values.
-template <int T>
-inline void KQuantMinTile(const __m256i* w, __m256 scv, __m256 mv, const TokenPtrs<T>& tp, int64_t i,
-                          __m256* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
+// Q4_K and Q5_K: y = sum_i d_i * sum_s sc_s * (w . x)_s * dx_s - dmin_i * sum_s m_s * dxs_s.
+// Sub-block s of super-block i: Unpack(block, s) returns its 32 unsigned values.
+template <int T, typename Block, typename Unpack>
+inline void KQuantMinRow(const KernelArgs& a, int64_t r, int t0, Unpack unpack) {
+  const auto* b = reinterpret_cast<const Block*>(a.w->data.data() + r * a.row_bytes);
+  const int64_t nb = a.w->row_len / QK_K;
+  const TokenPtrs<T> tp(*a.q, t0);
+  __m256 acc[T];
 #pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) {
-    const int8_t* x = tp.q[j] + i * QK_K;
-    __m256i p[8];
+  for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    alignas(16) uint8_t sm[16];
+    UnpackScalesK4(b[i].scales, sm);
+    const __m256 d = _mm256_set1_ps(F16(b[i].d));
+    const __m256 mv = _mm256_mul_ps(
+        _mm256_set1_ps(F16(b[i].dmin)),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)))));
+    __m256 t[T];
 #pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-      p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), ones);
+    for (int j = 0; j < T; ++j) t[j] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s)
+      SubBlockTile<T>(unpack(b[i], s), _mm256_set1_epi16(sm[s]), tp, i * QK_K + 32 * s, 8 * i + s, t);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      acc[j] = _mm256_fmadd_ps(t[j], d, acc[j]);
+      acc[j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(tp.dxs[j] + 8 * i), acc[j]);
     }
-    const __m256 sum = _mm256_cvtepi32_ps(Reduce8(p));
-    const __m256 f = _mm256_mul_ps(scv, _mm256_loadu_ps(tp.d[j] + 8 * i));
-    acc[j] = _mm256_fmadd_ps(sum, f, acc[j]);
-    acc[j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(tp.dxs[j] + 8 * i), acc[j]);
   }
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
 }
 
 template <int T>
 struct Q4_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q4_K*>(a.w->data.data() + r * a.row_bytes);
-    const int64_t nb = a.w->row_len / QK_K;
-    const TokenPtrs<T> tp(*a.q, t0);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      alignas(16) uint8_t sm[16];
-      UnpackScalesK4(b[i].scales, sm);
-      const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
-                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
-      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
-                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
-      __m256i w[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 4; ++s) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
-        w[2 * s] = _mm256_and_si256(v, m4);
-        w[2 * s + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      }
-      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
+    KQuantMinRow<T, quant::block_q4_K>(a, r, t0, [](const quant::block_q4_K& b, int s) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (s / 2)));
+      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      return (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+    });
   }
 };
 
 template <int T>
 struct Q5_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q5_K*>(a.w->data.data() + r * a.row_bytes);
-    const int64_t nb = a.w->row_len / QK_K;
-    const TokenPtrs<T> tp(*a.q, t0);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i one = _mm256_set1_epi8(1);
-    __m256 acc[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      alignas(16) uint8_t sm[16];
-      UnpackScalesK4(b[i].scales, sm);
-      const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
-                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
-      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
-                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
-      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh));
-      __m256i w[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 4; ++s) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
-        const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s), one);
-        const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s + 1), one);
-        w[2 * s] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
-        w[2 * s + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
-      }
-      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
+    KQuantMinRow<T, quant::block_q5_K>(a, r, t0, [](const quant::block_q5_K& b, int s) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (s / 2)));
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      const __m256i lo = (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+      const __m256i h = _mm256_and_si256(_mm256_srli_epi16(hb, s), _mm256_set1_epi8(1));
+      return _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
+    });
   }
 };
 
@@ -262,6 +248,7 @@ alignas(32) const uint8_t kQ6ScaleShuffle[8][32] = {
 #undef TENZRO_Q6_ROW
 };
 
+// Q6_K: y = sum_i d_i * sum_s (sum_16 sc * q . x) * dx_s - 32 * (sum_16 sc * sum x) * dx_s.
 template <int T>
 struct Q6_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
@@ -277,49 +264,50 @@ struct Q6_KTile {
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].scales));
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
       const __m256i scb = _mm256_broadcastsi128_si256(sc8);
-      __m256i scp[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s)
-        scp[s] = _mm256_srai_epi16(
-            _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
-      __m256i w[8];
+      __m256 t[T];
+      // The -32 offset first: lane s of madd(sums16, sc16) is sub-block s's term.
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m256i off = _mm256_madd_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.s16[j] + 16 * i)), sc16);
+        t[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(off, 5)), _mm256_loadu_ps(tp.d[j] + 8 * i));
+      }
+      __m256 u[T];
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) u[j] = _mm256_setzero_ps();
+#pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h));
         const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h + 32));
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh + 32 * h));
-        w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-        w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-        w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-        w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+        const __m256i w[4] = {
+            _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
+            _mm256_or_si256(_mm256_and_si256(qb, m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
+        };
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const int s = 4 * h + k;
+          const __m256i scp = _mm256_srai_epi16(
+              _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
+          SubBlockTile<T>(w[k], scp, tp, i * QK_K + 32 * s, 8 * i + s, u);
+        }
       }
       const __m256 d = _mm256_set1_ps(F16(b[i].d));
-      #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const int8_t* x = tp.q[j] + i * QK_K;
-        __m256i p[8];
-        #pragma GCC unroll 8
-        for (int s = 0; s < 8; ++s) {
-          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-          p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), scp[s]);
-        }
-        // sum sc * (q - 32) * x = sum sc * q * x - 32 * sum sc * (sum of x per 16).
-        const __m256i off = _mm256_madd_epi16(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.s16[j] + 16 * i)), sc16);
-        const __m256i isum = _mm256_sub_epi32(Reduce8(p), _mm256_slli_epi32(off, 5));
-        const __m256 f = _mm256_mul_ps(d, _mm256_loadu_ps(tp.d[j] + 8 * i));
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), f, acc[j]);
-      }
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[j] = _mm256_fmadd_ps(_mm256_sub_ps(u[j], t[j]), d, acc[j]);
     }
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
 
-// Q8_0: groups of 8 blocks (256 values) reduced like a k-quant super-block;
-// a row's last group may be partial (missing blocks contribute zero).
+// Q8_0: per 32-value block, float(sum |w| * sign(x, w)) * wd * dx. A row's
+// blocks are processed in groups of 8 so the f16 scales convert together.
 template <int T>
 struct Q8_0Tile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
@@ -330,41 +318,16 @@ struct Q8_0Tile {
     __m256 acc[T];
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < nb; g += 8) {
-      const int cnt = nb - g < 8 ? static_cast<int>(nb - g) : 8;
-      alignas(32) float wd[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      __m256i wabs[8], wq[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < cnt; ++s) {
-        wd[s] = F16(b[g + s].d);
-        wq[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[g + s].qs));
-        wabs[s] = _mm256_sign_epi8(wq[s], wq[s]);
-      }
-      const __m256 wdv = _mm256_load_ps(wd);
-      #pragma GCC unroll 8
+    for (int64_t s = 0; s < nb; ++s) {
+      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[s].qs));
+      const __m256i wabs = _mm256_sign_epi8(wq, wq);
+      const __m256 wd = _mm256_set1_ps(F16(b[s].d));
+#pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const int8_t* x = tp.q[j] + g * 32;
-        __m256i p[8];
-        #pragma GCC unroll 8
-        for (int s = 0; s < 8; ++s) {
-          if (s < cnt) {
-            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-            p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[s], _mm256_sign_epi8(xv, wq[s])), ones);
-          } else {
-            p[s] = _mm256_setzero_si256();
-          }
-        }
-        const float* dx = tp.d[j] + g;
-        __m256 dxv;
-        if (cnt == 8) {
-          dxv = _mm256_loadu_ps(dx);
-        } else {
-          alignas(32) float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-          #pragma GCC unroll 8
-          for (int s = 0; s < cnt; ++s) tmp[s] = dx[s];
-          dxv = _mm256_load_ps(tmp);
-        }
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(p)), _mm256_mul_ps(wdv, dxv), acc[j]);
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[j] + 32 * s));
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, wq)), ones);
+        const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(p), wd);
+        acc[j] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(tp.d[j] + s), acc[j]);
       }
     }
 #pragma GCC unroll 8
