@@ -1,8 +1,10 @@
 // Registers the node services compiled into the `tenzro` binary
 // (node/service.h): the order is the order Node::Create runs them.
+#include "node/dashboard.h"
 #include "node/dispatch_service.h"
 #include "node/exec_service.h"
 #include "node/moe_services.h"
+#include "node/node_metrics.h"
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
 #include "node/service.h"
@@ -16,6 +18,11 @@ tenzro::Result<void> QuicService(tenzro::node::Node& n) { return tenzro::node::A
 tenzro::Result<void> SwarmService(tenzro::node::Node& n) { return tenzro::node::AddSwarmService(n); }
 tenzro::Result<void> ExecService(tenzro::node::Node& n) { return tenzro::node::AddExecService(n); }
 tenzro::Result<void> DispatchService(tenzro::node::Node& n) { return tenzro::node::AddDispatchService(n); }
+tenzro::Result<void> MetricsService(tenzro::node::Node& n) {
+  tenzro::node::AddNodeMetrics(n);
+  return tenzro::Ok();
+}
+tenzro::Result<void> DashboardService(tenzro::node::Node& n) { return tenzro::node::AddDashboardService(n); }
 }  // namespace
 
 TENZRO_NODE_SERVICE(BlobService);
@@ -25,3 +32,5 @@ TENZRO_NODE_SERVICE(QuicService);  // before SwarmService: it advertises the QUI
 TENZRO_NODE_SERVICE(SwarmService);
 TENZRO_NODE_SERVICE(ExecService);
 TENZRO_NODE_SERVICE(DispatchService);
+TENZRO_NODE_SERVICE(MetricsService);
+TENZRO_NODE_SERVICE(DashboardService);

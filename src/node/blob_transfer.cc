@@ -4,6 +4,7 @@
 
 #include "net/client.h"
 #include "net/json_http.h"
+#include "node/node_metrics.h"
 
 namespace tenzro::node {
 namespace {
@@ -48,7 +49,12 @@ void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store) 
     std::shared_ptr<blob::StreamEncoder> encoder(std::move(*enc));
     return net::Response::Stream(
         "application/octet-stream",
-        [encoder](std::span<uint8_t> buf) -> Result<size_t> { return encoder->Read(buf); }, total);
+        [encoder](std::span<uint8_t> buf) -> Result<size_t> {
+          auto n = encoder->Read(buf);
+          if (n) ProcessMetrics().AddBytes("http", "blob", *n, 0);
+          return n;
+        },
+        total);
   });
 }
 
@@ -59,13 +65,22 @@ Result<std::optional<uint64_t>> FetchRangesHttp(const blob::Blake3Hash& hash, co
   co.timeout = std::chrono::milliseconds(options.idle_timeout_ms);
   net::HttpClient client(peer, co);
   blob::StreamDecoder dec(hash, ranges, sink, options.max_size);
-  auto resp = client.SendStreaming("GET", Target(hash, ranges), {}, "", {},
-                                   [&](ByteSpan piece) { return dec.Feed(piece); });
-  if (!resp) return PeerError(resp.error(), peer);
-  TENZRO_CHECK_OK(CheckStatus(*resp, hash, peer));
-  auto fin = dec.Finish();
-  if (!fin) return PeerError(fin.error(), peer);
-  return dec.verified_size();
+  uint64_t received = 0;
+  auto r = [&]() -> Result<std::optional<uint64_t>> {
+    auto resp = client.SendStreaming("GET", Target(hash, ranges), {}, "", {}, [&](ByteSpan piece) {
+      received += piece.size();
+      return dec.Feed(piece);
+    });
+    if (!resp) return PeerError(resp.error(), peer);
+    TENZRO_CHECK_OK(CheckStatus(*resp, hash, peer));
+    auto fin = dec.Finish();
+    if (!fin) return PeerError(fin.error(), peer);
+    return dec.verified_size();
+  }();
+  ProcessMetrics().AddBytes("http", "blob", 0, received);
+  ProcessMetrics().RecordBlobFetch("http", r ? std::nullopt : std::optional<ErrorCode>(r.error().code()),
+                                   r ? received : 0);
+  return r;
 }
 
 Result<blob::BlobInfo> FetchBlobHttp(blob::BlobStore& store, const blob::Blake3Hash& hash, const net::Endpoint& peer,
@@ -75,13 +90,23 @@ Result<blob::BlobInfo> FetchBlobHttp(blob::BlobStore& store, const blob::Blake3H
   net::ClientOptions co;
   co.timeout = std::chrono::milliseconds(options.idle_timeout_ms);
   net::HttpClient client(peer, co);
-  auto resp = client.SendStreaming("GET", Target(hash, blob::ChunkRanges::All()), {}, "", {},
-                                   [&](ByteSpan piece) { return import->Feed(piece); });
-  if (!resp) return PeerError(resp.error(), peer);  // `import` is destroyed: temp file deleted
-  TENZRO_CHECK_OK(CheckStatus(*resp, hash, peer));
-  auto info = import->Finish();
-  if (!info) return PeerError(info.error(), peer);
-  return *info;
+  uint64_t received = 0;
+  auto r = [&]() -> Result<blob::BlobInfo> {
+    auto resp = client.SendStreaming("GET", Target(hash, blob::ChunkRanges::All()), {}, "", {}, [&](ByteSpan piece) {
+      received += piece.size();
+      return import->Feed(piece);
+    });
+    if (!resp) return PeerError(resp.error(), peer);  // `import` is destroyed: temp file deleted
+    TENZRO_CHECK_OK(CheckStatus(*resp, hash, peer));
+    auto info = import->Finish();
+    if (!info) return PeerError(info.error(), peer);
+    return *info;
+  }();
+  // Counted into /metrics (node_metrics.h); kCorruption = a verification failure.
+  ProcessMetrics().AddBytes("http", "blob", 0, received);
+  ProcessMetrics().RecordBlobFetch("http", r ? std::nullopt : std::optional<ErrorCode>(r.error().code()),
+                                   r ? r->size : 0);
+  return r;
 }
 
 }  // namespace tenzro::node

@@ -8,6 +8,7 @@
 #include "net/json_http.h"
 #include "node/exec_service.h"
 #include "node/node.h"
+#include "node/node_metrics.h"
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
 #include "node/swarm_service.h"
@@ -98,6 +99,29 @@ Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, cons
               {"tokens_without_experts", rj["tokens_without_experts"]}};
 }
 
+// Counts the forward into /metrics and the dashboard's recent forwards.
+void RecordForward(const json& body, const Result<json>& r) {
+  ForwardRecord rec;
+  rec.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  const json& src = r ? *r : body;
+  if (src.contains("model") && src["model"].is_string()) rec.model = src["model"].get<std::string>();
+  if (src.contains("layer") && src["layer"].is_number_integer()) rec.layer = src["layer"].get<int>();
+  if (src.contains("n_tokens") && src["n_tokens"].is_number_integer()) rec.n_tokens = src["n_tokens"].get<int64_t>();
+  rec.ok = r.has_value();
+  if (!r) rec.error = r.error().ToString().substr(0, 300);
+  if (r) {
+    const json& st = (*r)["stages"];
+    for (const char* k : {"gate", "shared", "plan", "exec", "combine", "dispatch", "total"}) {
+      const std::string key = std::string(k) + "_ms";
+      if (st.contains(key) && st[key].is_number()) rec.stages_ms.emplace_back(k, st[key].get<double>());
+    }
+    rec.rounds = st.value("rounds", 0);
+    for (const json& h : (*r)["holders"]) rec.transports.push_back(h.value("transport", ""));
+  }
+  ProcessMetrics().RecordForward(std::move(rec));
+}
+
 Result<json> PlanDispatch(dispatch::Dispatcher& d, const json& body) {
   if (!body.contains("model") || !body["model"].is_string())
     return Error::InvalidArgument("request: missing string field 'model'");
@@ -164,7 +188,9 @@ Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node) {
       return it == urls->by_node.end() ? std::string() : it->second;
     });
   }
-  auto d = std::make_shared<dispatch::Dispatcher>(std::move(s), local, http, quic_exec);
+  // Exec bytes per transport count into /metrics (node_metrics.h).
+  auto d = std::make_shared<dispatch::Dispatcher>(std::move(s), CountingExecutor(local, "local"),
+                                                  CountingExecutor(http, "http"), CountingExecutor(quic_exec, "quic"));
   dispatchers[&node] = d;
   return d;
 }
@@ -177,7 +203,9 @@ Result<void> AddDispatchService(Node& node) {
   r.AddOnPool("POST", "/v1/moe/forward-distributed", pool, [rt, n](const net::Request& http) {
     return Answer(http, [&](const json& b) -> Result<json> {
       TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
-      return ForwardDistributed(*rt, *d, b);
+      auto r = ForwardDistributed(*rt, *d, b);
+      RecordForward(b, r);
+      return r;
     });
   });
   r.AddOnPool("POST", "/v1/moe/plan-dispatch", pool, [n](const net::Request& http) {
