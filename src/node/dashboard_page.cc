@@ -117,12 +117,12 @@ function drawHeatmap(map) {
   if (!map) return;
   const layers = map.layers.map(l => l.layer);
   const width = Math.max(1, ...map.layers.map(l => l.n_expert));
-  const cell = width > 64 ? 8 : (width > 32 ? 12 : 22);
+  const cell = width > 64 ? 8 : (width > 32 ? 12 : (width > 16 ? 22 : 34));
   const left = 56, top = 20;
   const s = svg("svg", {id: "heatmap-svg", width: left + width * cell + 8, height: top + layers.length * cell + 8});
   const hot = new Set((map.hot || []).map(h => h.layer + "/" + h.expert));
   for (let x = 0; x < width; x += (width > 32 ? 8 : 1)) {
-    const t = svg("text", {x: left + x * cell + cell / 2, y: 14, "font-size": 10, "text-anchor": "middle", fill: "#6b7280"});
+    const t = svg("text", {x: left + x * cell + cell / 2, y: 14, "font-size": 11, "text-anchor": "middle", fill: "#6b7280"});
     t.textContent = x;
     s.appendChild(t);
   }
@@ -149,7 +149,7 @@ function drawHeatmap(map) {
       m.textContent = "✕";
       s.appendChild(m);
     } else if (cell >= 16) {
-      const m = svg("text", {x: x + cell / 2, y: y + cell * 0.7, "font-size": 10, "text-anchor": "middle",
+      const m = svg("text", {x: x + cell / 2, y: y + cell * 0.68, "font-size": cell >= 30 ? 13 : 10, "text-anchor": "middle",
                              fill: e.replicas >= 2 ? "#fff" : "#1d2330"});
       m.textContent = e.replicas;
       s.appendChild(m);
@@ -189,7 +189,7 @@ function render(st) {
     const eps = (h.endpoints || []).map(e => e.kind + " " + e.addr).join(", ");
     const tr = row(hb, [{text: shortId(h.node_id) + (h.node_id === self ? " (this node)" : ""), title: h.node_id},
                         h.state, {text: h.experts, cls: "num"}, {text: h.gates, cls: "num"},
-                        {text: (h.tps || 0).toFixed(1), cls: "num"}, {text: bytes(h.memory_budget), cls: "num"}, eps]);
+                        {text: (h.tps || 0).toFixed(1), cls: "num"}, {text: h.memory_budget ? bytes(h.memory_budget) : "unlimited", cls: "num"}, eps]);
     tr.className = "holder";
     tr.dataset.nodeId = h.node_id;
   }
