@@ -18,6 +18,11 @@
 //   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order
 //      (runtime::CombineRouted, the local block's own code, so with f32 rows
 //      the result is bit for bit the local forward's), + shared.
+//   6. spot checks (spot_check.h): a seeded fraction of the remote results
+//      is re-run on another replica (this node when it holds the expert)
+//      and compared; a holder caught answering wrong rows is banned for
+//      SpotCheckOptions::ban, its rows are replaced by the verified ones and
+//      its other results of this forward are recomputed elsewhere.
 // An expert that no round could compute fails the forward naming it (and
 // its tokens and the last error) unless on_missing is kRenormalize: then each
 // token's weights over the experts that answered are rescaled to keep the
@@ -43,6 +48,7 @@
 #include "dispatch/executor.h"
 #include "dispatch/holder_stats.h"
 #include "dispatch/planner.h"
+#include "dispatch/spot_check.h"
 #include "runtime/gating.h"
 #include "swarm/declaration.h"
 
@@ -65,6 +71,7 @@ struct ForwardOptions {
   double timeout_factor = 20;
   std::chrono::milliseconds ban{5000};              // a failed holder sits out this long
   RowType dtype = RowType::kF32;                    // rows on the wire
+  SpotCheckOptions spot_check;                      // off by default (fraction 0)
 };
 
 struct ForwardInput {
@@ -94,6 +101,16 @@ struct DroppedItem {
   Error reason;
 };
 
+// One spot check of one remote (holder, expert) result.
+struct SpotCheckRecord {
+  int expert = 0;
+  std::string holder;    // node id that answered in the forward
+  std::string verifier;  // node id that re-ran it ("" when none could)
+  std::string third;     // node id asked to settle a disagreement, or ""
+  double rel_l2 = 0;     // holder vs verifier
+  SpotOutcome outcome = SpotOutcome::kAgree;
+};
+
 struct ForwardReport {
   double plan_ms = 0;     // all rounds
   double exec_ms = 0;     // wall time of the concurrent phases, all rounds
@@ -103,6 +120,10 @@ struct ForwardReport {
   std::vector<HolderCall> calls;
   std::vector<DroppedItem> dropped;          // renormalize only
   std::vector<int> tokens_without_experts;   // renormalize only
+  std::vector<SpotCheckRecord> spot_checks;
+  std::vector<HolderCall> spot_calls;        // re-runs for spot checks and recomputations
+  std::vector<std::string> banned_wrong_output;  // holders caught by a spot check here
+  int spot_recomputed = 0;                   // experts recomputed because their holder lied
 };
 
 // {"plan_ms", "exec_ms", "combine_ms", "total_ms", "rounds", "max_holder_compute_ms",
@@ -140,15 +161,28 @@ class Dispatcher {
   Result<ForwardReport> Forward(const ForwardInput& in, const ForwardOptions& options, float* out);
 
   HolderStatsTable& stats() { return stats_; }
+
+  // Totals over every forward of this dispatcher (for /metrics).
+  struct Counters {
+    uint64_t spot_agree = 0, spot_mismatch = 0, spot_inconclusive = 0, spot_skipped = 0;
+    uint64_t bans_failure = 0;       // a call failed (transport, deadline, malformed answer)
+    uint64_t bans_wrong_output = 0;  // caught by a spot check
+  };
+  Counters counters() const;
   const std::string& self_node_id() const { return sources_.self_node_id; }
 
  private:
   Executor* ExecutorFor(Transport t) const;
+  struct SpotState;  // forward.cc
+  // Step 6 of Forward: checks, bans, row replacement, recomputation.
+  void SpotCheck(SpotState& s);
 
   Sources sources_;
   std::shared_ptr<Executor> local_, http_, quic_;
   HolderStatsTable stats_;
   std::atomic<uint64_t> next_request_id_{1};
+  std::atomic<uint64_t> spot_agree_{0}, spot_mismatch_{0}, spot_inconclusive_{0}, spot_skipped_{0};
+  std::atomic<uint64_t> bans_failure_{0}, bans_wrong_output_{0};
 };
 
 }  // namespace tenzro::dispatch
