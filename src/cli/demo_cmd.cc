@@ -13,6 +13,10 @@
 //      forward on node 0 (which then loads every expert itself);
 //   6. SIGKILLs one holder and shows the next forward failing over;
 //   7. reports the stage timings, bytes moved, coverage and replication.
+// With --shape ID the same runs on random weights at a real model's shape
+// (demo_model.h): --layers of its MoE layers with --experts routed experts
+// each, Q4_K_M-typed, and random hidden states; the oracle check is then
+// replaced by the bit-exact single-node comparison alone.
 // Every child is killed and the temp directory removed on exit, also on
 // Ctrl-C (SIGINT/SIGTERM).
 #include <fcntl.h>
@@ -28,11 +32,14 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "catalog/builtin_shapes.h"
 #include "cli/command.h"
+#include "cli/demo_model.h"
 #include "cli/node_client.h"
 #include "core/bytes.h"
 #include "core/file.h"
@@ -53,6 +60,10 @@ struct DemoArgs {
   int nodes = 4;
   std::string data;  // directory with the tiny checkpoint (tests/data/moe)
   bool keep = false;
+  std::string shape;  // built-in model id: random weights at its shape
+  int layers = 1;     // with --shape
+  int experts = 32;   // with --shape
+  int tokens = 16;    // with --shape
 };
 
 // Children and the work dir, reachable from the signal handler.
@@ -106,7 +117,17 @@ class Demo {
   void Cleanup();
   static void Step(const std::string& s) { fmt::print("\n== {} ==\n", s); }
 
+  Result<void> Setup();
+
   DemoArgs a_;
+  std::string model_ = kModel;  // model id the swarm serves
+  std::string ckpt_;            // Q4_K_M checkpoint node 0 prepares
+  int layers_ = 2;
+  int n_expert_ = 8;
+  int64_t d_model_ = 256;
+  uint64_t expert_bytes_ = 0;   // one expert at q4_k_m (--shape)
+  std::string holder_budget_ = "1MiB";
+  std::vector<float> hidden_;   // n_tok x d_model
   std::string work_;
   std::vector<DemoNode> nodes_;
   std::vector<std::string> log_;
@@ -175,7 +196,7 @@ Result<void> Demo::WaitForShardMap(int holders) {
   const auto t0 = SteadyClock::now();
   json m;
   while (Ms(t0) < 20000) {
-    auto r = Call(nodes_[0], "GET", std::string("/v1/swarm/shard-map?model=") + kModel);
+    auto r = Call(nodes_[0], "GET", "/v1/swarm/shard-map?model=" + model_);
     if (r) {
       m = *r;
       int with_experts = 0;
@@ -188,8 +209,8 @@ Result<void> Demo::WaitForShardMap(int holders) {
 }
 
 Result<std::vector<float>> Demo::Forward(int layer, const std::vector<float>& hidden, json* answer, bool local) {
-  const int64_t d_model = 256;
-  json body = {{"model", kModel},
+  const int64_t d_model = d_model_;
+  json body = {{"model", model_},
                {"layer", layer},
                {"d_model", d_model},
                {"n_tokens", static_cast<int64_t>(hidden.size()) / d_model},
@@ -242,35 +263,76 @@ void PrintHolders(const json& fw) {
   }
 }
 
-Result<void> Demo::Run() {
-  const auto t_start = SteadyClock::now();
+// The work dir and the scenario: the bundled tiny checkpoint, or random
+// weights at a built-in shape written into the work dir.
+Result<void> Demo::Setup() {
   if (a_.nodes < 3 || a_.nodes > 16) return Error::InvalidArgument("--nodes {} must be in 3..16", a_.nodes);
-  const std::string ckpt = a_.data + "/tiny-qwen35moe-Q4_K_M.gguf";
-  if (!fs::exists(ckpt))
-    return Error::NotFound("{} not found: run from the repository root or pass --data DIR (tests/data/moe)", ckpt);
+  if (a_.shape.empty()) {
+    ckpt_ = a_.data + "/tiny-qwen35moe-Q4_K_M.gguf";
+    if (!fs::exists(ckpt_))
+      return Error::NotFound("{} not found: run from the repository root or pass --data DIR (tests/data/moe)", ckpt_);
+    TENZRO_TRY(hidden_, ReadF32(a_.data + "/tiny-qwen35moe.hidden.f32"));
+  } else {
+    TENZRO_TRY(catalog::ModelShape shape, catalog::BuiltinShape(a_.shape));
+    if (a_.tokens < 1 || a_.tokens > 4096) return Error::InvalidArgument("--tokens {} must be in 1..4096", a_.tokens);
+    model_ = shape.id + "-random";
+    layers_ = a_.layers;
+    n_expert_ = a_.experts;
+    d_model_ = shape.n_embd;
+  }
   char tmpl[] = "/tmp/tenzro-demo-XXXXXX";
   if (!::mkdtemp(tmpl)) return Error::FromErrno(errno, "mkdtemp");
   work_ = tmpl;
   std::snprintf(g_workdir, sizeof(g_workdir), "%s", work_.c_str());
   ::signal(SIGINT, OnSignal);
   ::signal(SIGTERM, OnSignal);
+  if (a_.shape.empty()) return Ok();
+
+  TENZRO_TRY(catalog::ModelShape shape, catalog::BuiltinShape(a_.shape));
+  Step(fmt::format("write a random-weight checkpoint at the shape of {}: {} layer(s) x {} experts (of {}), "
+                   "n_embd {}, expert FFN {}, top-{}, Q4_K_M",
+                   shape.id, layers_, n_expert_, shape.n_expert, shape.n_embd, shape.n_ff_exp, shape.n_expert_used));
+  const auto t = SteadyClock::now();
+  ckpt_ = work_ + "/" + model_ + "-Q4_K_M.gguf";
+  TENZRO_TRY(RandomCheckpointInfo info, WriteRandomMoeCheckpoint(shape, layers_, n_expert_, ckpt_));
+  expert_bytes_ = info.expert_bytes;
+  // Each holder carries about 2 x experts / holders; its budget holds that
+  // with room to spare, so the forwards run on warm experts.
+  const int holders = a_.nodes - 1;
+  const uint64_t share = (2ull * layers_ * n_expert_ + holders - 1) / holders;
+  holder_budget_ = std::to_string((share * expert_bytes_ * 5 / 4 >> 20) + 1) + "MiB";
+  std::mt19937 gen(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hidden_.resize(static_cast<size_t>(a_.tokens) * d_model_);
+  for (float& v : hidden_) v = nd(gen);
+  fmt::print("  {} written in {:.0f} ms; one expert is {}; holder budget {}\n", FormatBytes(info.file_bytes), Ms(t),
+             FormatBytes(expert_bytes_), holder_budget_);
+  return Ok();
+}
+
+Result<void> Demo::Run() {
+  const auto t_start = SteadyClock::now();
+  TENZRO_CHECK_OK(Setup());
+  const bool tiny = a_.shape.empty();
+  const int n_tok = static_cast<int>(hidden_.size() / d_model_);
 
   Step(fmt::format("start {} nodes on loopback; node 0 is the DHT bootstrap, the preparer and the gate", a_.nodes));
   TENZRO_CHECK_OK(StartNode(0, {}));
   const std::string boot = fmt::format("127.0.0.1:{}", nodes_[0].info.value("dht_port", 0));
-  for (int i = 1; i < a_.nodes; ++i) TENZRO_CHECK_OK(StartNode(i, {"--bootstrap", boot, "--memory-budget", "1MiB"}));
+  for (int i = 1; i < a_.nodes; ++i)
+    TENZRO_CHECK_OK(StartNode(i, {"--bootstrap", boot, "--memory-budget", holder_budget_}));
   for (size_t i = 0; i < nodes_.size(); ++i)
     fmt::print("  node {} {}  http {}  dht udp {}\n", i, nodes_[i].node_id.substr(0, 16),
                nodes_[i].info.value("http", ""), nodes_[i].info.value("dht_port", 0));
 
-  Step("node 0: prepare every expert of layers 0 and 1 at q4_k_m, plus the gates (BLAKE3 blobs)");
+  Step(fmt::format("node 0: prepare every expert of {} layer(s) at q4_k_m, plus the gates (BLAKE3 blobs)", layers_));
   auto t = SteadyClock::now();
   std::vector<json> prepared;
-  for (int layer = 0; layer < 2; ++layer) {
+  for (int layer = 0; layer < layers_; ++layer) {
     TENZRO_TRY(json job, Call(nodes_[0], "POST", "/v1/moe/prepare",
-                              {{"model_id", kModel}, {"checkpoint", fs::absolute(ckpt).string()}, {"layer", layer},
+                              {{"model_id", model_}, {"checkpoint", fs::absolute(ckpt_).string()}, {"layer", layer},
                                {"experts", "all"}, {"quant", "q4_k_m"}, {"gate", true}}));
-    TENZRO_TRY(json done, nodes_[0].client->WaitJob(job.value("job_id", ""), std::chrono::seconds(120)));
+    TENZRO_TRY(json done, nodes_[0].client->WaitJob(job.value("job_id", ""), std::chrono::seconds(300)));
     prepared.push_back(done["result"]);
     fmt::print("  layer {}: {} experts + gate published\n", layer, done["result"]["experts"].size());
   }
@@ -281,28 +343,28 @@ Result<void> Demo::Run() {
   const int holders = a_.nodes - 1;
   uint64_t bytes_moved = 0;
   int loads = 0;
-  for (int layer = 0; layer < 2; ++layer) {
+  for (int layer = 0; layer < layers_; ++layer) {
     TENZRO_CHECK_OK(Done(Call(nodes_[0], "POST", "/v1/moe/load-gate",
-                         {{"model", kModel}, {"layer", layer}, {"file", prepared[layer]["gate"]["uri"]}})
-                        ));
+                              {{"model", model_}, {"layer", layer}, {"file", prepared[layer]["gate"]["uri"]}})));
     for (const json& e : prepared[layer]["experts"]) {
-      const int g = layer * 8 + e["expert"].get<int>();
+      const int g = layer * n_expert_ + e["expert"].get<int>();
       for (int k : {g % holders, (g + 1) % holders}) {
         TENZRO_TRY(json r, Call(nodes_[1 + k], "POST", "/v1/moe/load-expert",
-                                {{"model", kModel}, {"layer", layer}, {"expert", e["expert"]}, {"file", e["uri"]}}));
+                                {{"model", model_}, {"layer", layer}, {"expert", e["expert"]}, {"file", e["uri"]}}));
         bytes_moved += r.value("fetched_bytes", uint64_t{0});
         ++loads;
       }
     }
   }
   const double load_ms = Ms(t);
-  fmt::print("  {} loads, {} fetched over HTTP from providers, {:.0f} ms\n", loads, FormatBytes(bytes_moved), load_ms);
+  fmt::print("  {} loads, {} fetched over HTTP from providers, {:.0f} ms ({:.0f} MB/s)\n", loads,
+             FormatBytes(bytes_moved), load_ms, bytes_moved / 1e3 / std::max(load_ms, 1.0));
 
   Step("shard map (as node 0 sees the swarm)");
   t = SteadyClock::now();
   TENZRO_CHECK_OK(WaitForShardMap(holders));
   const double converge_ms = Ms(t);
-  TENZRO_TRY(json map, Call(nodes_[0], "GET", std::string("/v1/swarm/shard-map?model=") + kModel));
+  TENZRO_TRY(json map, Call(nodes_[0], "GET", "/v1/swarm/shard-map?model=" + model_));
   for (const json& l : map["layers"])
     fmt::print("  layer {}: {}/{} experts covered\n", l.value("layer", 0), l.value("covered", 0),
                l.value("n_expert", 0));
@@ -319,26 +381,39 @@ Result<void> Demo::Run() {
   fmt::print("  replication: every expert on {}..{} holders; converged {:.0f} ms after the last load\n", min_rep,
              max_rep, converge_ms);
 
-  Step("distributed forward: 9 tokens through each MoE layer, gate on node 0, experts on their holders");
-  TENZRO_TRY(std::vector<float> hidden, ReadF32(a_.data + "/tiny-qwen35moe.hidden.f32"));
-  TENZRO_TRY(std::string oracle_text, ReadTextFile(a_.data + "/tiny-qwen35moe.moe-oracle.json"));
-  const json oracle = json::parse(oracle_text, nullptr, false);
-  std::vector<std::vector<float>> dist(2);
-  std::vector<json> fw(2);
+  Step(fmt::format("distributed forward: {} tokens through each MoE layer, gate on node 0, experts on their holders",
+                   n_tok));
+  json oracle;
+  if (tiny) {
+    TENZRO_TRY(std::string oracle_text, ReadTextFile(a_.data + "/tiny-qwen35moe.moe-oracle.json"));
+    oracle = json::parse(oracle_text, nullptr, false);
+  }
+  std::vector<std::vector<float>> dist(layers_);
+  std::vector<json> fw(layers_);
   bool ok = true;
-  for (int layer = 0; layer < 2; ++layer) {
-    TENZRO_TRY(dist[layer], Forward(layer, hidden, &fw[layer], false));
-    TENZRO_TRY(std::vector<float> ref,
-               ReadF32(fmt::format("{}/tiny-qwen35moe.Q4_K_M.layer{}.full.ref.f32", a_.data, layer)));
-    double ggml = 0;
-    for (const json& c : oracle["cases"])
-      if (c.value("weights", "") == "Q4_K_M" && c.value("layer", -1) == layer) ggml = c.value("ggml_vs_ref_rel_l2", 0.0);
-    const double err = RelL2(dist[layer], ref);
-    ok &= err <= ggml;
-    fmt::print("  layer {}: relative L2 error vs ggml's f64 reference {:.3e} (ggml's own {:.3e}) {}\n", layer, err,
-               ggml, err <= ggml ? "OK" : "WORSE THAN GGML");
+  for (int layer = 0; layer < layers_; ++layer) {
+    TENZRO_TRY(dist[layer], Forward(layer, hidden_, &fw[layer], false));
+    if (tiny) {
+      TENZRO_TRY(std::vector<float> ref,
+                 ReadF32(fmt::format("{}/tiny-qwen35moe.Q4_K_M.layer{}.full.ref.f32", a_.data, layer)));
+      double ggml = 0;
+      for (const json& c : oracle["cases"])
+        if (c.value("weights", "") == "Q4_K_M" && c.value("layer", -1) == layer)
+          ggml = c.value("ggml_vs_ref_rel_l2", 0.0);
+      const double err = RelL2(dist[layer], ref);
+      ok &= err <= ggml;
+      fmt::print("  layer {}: relative L2 error vs ggml's f64 reference {:.3e} (ggml's own {:.3e}) {}\n", layer, err,
+                 ggml, err <= ggml ? "OK" : "WORSE THAN GGML");
+    } else {
+      fmt::print("  layer {}:\n", layer);
+    }
     PrintHolders(fw[layer]);
   }
+  // A second, warm forward of layer 0: steady-state timings.
+  json warm;
+  TENZRO_TRY(std::vector<float> again0, Forward(0, hidden_, &warm, false));
+  ok &= std::memcmp(again0.data(), dist[0].data(), again0.size() * sizeof(float)) == 0;
+  fmt::print("  layer 0 again (warm): {:.1f} ms\n", warm["stages"].value("total_ms", 0.0));
 
   Step("failover: SIGKILL one holder, forward again");
   DemoNode& victim = nodes_[1];
@@ -347,7 +422,7 @@ Result<void> Demo::Run() {
   fmt::print("  killed node 1 ({})\n", victim.node_id.substr(0, 16));
   json again;
   t = SteadyClock::now();
-  TENZRO_TRY(std::vector<float> out2, Forward(0, hidden, &again, false));
+  TENZRO_TRY(std::vector<float> out2, Forward(0, hidden_, &again, false));
   const bool same_after = std::memcmp(out2.data(), dist[0].data(), out2.size() * sizeof(float)) == 0;
   ok &= same_after;
   fmt::print("  forward completed in {:.1f} ms; output {} the fault-free one\n", Ms(t),
@@ -355,26 +430,29 @@ Result<void> Demo::Run() {
   PrintHolders(again);
 
   Step("single-node check: node 0 loads every expert itself and runs the local forward");
-  for (int layer = 0; layer < 2; ++layer) {
+  for (int layer = 0; layer < layers_; ++layer) {
     for (const json& e : prepared[layer]["experts"])
       TENZRO_CHECK_OK(Done(Call(nodes_[0], "POST", "/v1/moe/load-expert",
-                           {{"model", kModel}, {"layer", layer}, {"expert", e["expert"]}, {"file", e["uri"]}})
-                          ));
+                                {{"model", model_}, {"layer", layer}, {"expert", e["expert"]}, {"file", e["uri"]}})));
     json local;
-    TENZRO_TRY(std::vector<float> single, Forward(layer, hidden, &local, true));
+    TENZRO_TRY(std::vector<float> single, Forward(layer, hidden_, &local, true));
     const bool same = std::memcmp(single.data(), dist[layer].data(), single.size() * sizeof(float)) == 0;
     ok &= same;
-    fmt::print("  layer {}: distributed output {} the single-node forward\n", layer,
-               same ? "is bit-identical to" : "DIFFERS from");
+    fmt::print("  layer {}: distributed output {} the single-node forward (local forward {:.1f} ms)\n", layer,
+               same ? "is bit-identical to" : "DIFFERS from", local.value("elapsed_ms", 0.0));
   }
 
   Step("report");
-  fmt::print("  nodes {}  experts {} x replication 2  blobs moved {}  coverage {}/{}\n", a_.nodes, 16,
-             FormatBytes(bytes_moved), map.value("covered_experts", 0), map.value("total_experts", 0));
-  fmt::print("  prepare {:.0f} ms, loads {:.0f} ms, shard map convergence {:.0f} ms, distributed forward {:.1f} / "
-             "{:.1f} ms (layer 0 / 1), after failover {:.1f} ms\n",
-             prepare_ms, load_ms, converge_ms, fw[0]["stages"].value("total_ms", 0.0),
-             fw[1]["stages"].value("total_ms", 0.0), again["stages"].value("total_ms", 0.0));
+  fmt::print("  model {}  nodes {}  experts {} x replication 2  blobs moved {}  coverage {}/{}\n", model_, a_.nodes,
+             layers_ * n_expert_, FormatBytes(bytes_moved), map.value("covered_experts", 0),
+             map.value("total_experts", 0));
+  std::string per_layer;
+  for (int layer = 0; layer < layers_; ++layer)
+    per_layer += fmt::format("{}{:.1f}", layer ? " / " : "", fw[layer]["stages"].value("total_ms", 0.0));
+  fmt::print("  prepare {:.0f} ms, loads {:.0f} ms, shard map convergence {:.0f} ms, distributed forward {} ms "
+             "(per layer, first), warm {:.1f} ms, after failover {:.1f} ms\n",
+             prepare_ms, load_ms, converge_ms, per_layer, warm["stages"].value("total_ms", 0.0),
+             again["stages"].value("total_ms", 0.0));
   fmt::print("  total {:.1f} s: {}\n", Ms(t_start) / 1000, ok ? "all checks passed" : "SOME CHECKS FAILED");
   if (!ok) return Error::Internal("demo checks failed (see above)");
   return Ok();
@@ -410,7 +488,15 @@ void RegisterDemo(CLI::App& root, Globals& g) {
   c->add_option("--nodes", a->nodes, "Node processes to start (3..16)")->check(CLI::Range(3, 16));
   c->add_option("--data", a->data, "Directory with the bundled tiny checkpoint (tests/data/moe)");
   c->add_flag("--keep", a->keep, "Keep the temp directory (node logs) after the run");
-  c->footer("Example: tenzro demo --nodes 4");
+  c->add_option("--shape", a->shape,
+                "Instead of the tiny checkpoint: random weights at this built-in model's shape "
+                "(e.g. qwen3.5-122b-a10b; see `tenzro moe catalog-shape`)");
+  c->add_option("--layers", a->layers, "With --shape: MoE layers to build (default 1)");
+  c->add_option("--experts", a->experts, "With --shape: routed experts per layer (top-k..all; default 32)");
+  c->add_option("--tokens", a->tokens, "With --shape: tokens per forward (default 16)");
+  c->footer("Example: tenzro demo --nodes 4\n"
+            "         tenzro demo --shape qwen3.5-122b-a10b --layers 1 --experts 32\n"
+            "Exit code 0 when every check passed, 1 otherwise.");
   SetAction(c, g, [a] {
     Demo d(*a);
     return d.Run();

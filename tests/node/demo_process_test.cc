@@ -29,5 +29,29 @@ TEST(DemoProcessTest, RunsEndToEndAndCleansUp) {
   EXPECT_EQ(DemoDirs(), before);
 }
 
+// --shape: random weights at a real model's shape (a small one, to stay quick
+// in CI): the checkpoint is generated, prepared, spread and forwarded.
+TEST(DemoProcessTest, RandomWeightsAtABuiltInShape) {
+  const size_t before = DemoDirs();
+  RunResult r = RunTenzro({"demo", "--nodes", "3", "--shape", "qwen3.5-35b-a3b", "--layers", "1", "--experts", "12",
+                           "--tokens", "8"},
+                          std::chrono::seconds(180));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("n_embd 2048, expert FFN 512, top-8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("coverage 12/12"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is bit-identical to the single-node forward"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all checks passed"), std::string::npos) << r.out;
+  EXPECT_EQ(DemoDirs(), before);
+}
+
+TEST(DemoProcessTest, RejectsBadShapeArguments) {
+  RunResult r = RunTenzro({"demo", "--shape", "no-such-model"}, std::chrono::seconds(30));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("no-such-model"), std::string::npos) << r.out << r.err;
+  r = RunTenzro({"demo", "--shape", "qwen3.5-35b-a3b", "--experts", "300"}, std::chrono::seconds(30));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("--experts 300"), std::string::npos) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace tenzro::testing
