@@ -173,7 +173,7 @@ Result<std::string> ScalarText(const toml::node& n) {
 Result<void> ApplyTable(const toml::table& t, const std::string& prefix, std::string_view origin, NodeConfig& cfg) {
   for (const auto& [k, node] : t) {
     std::string key = prefix + std::string(k.str());
-    auto where = [&] {
+    auto where = [&, &node = node] {  // clang < 16 cannot capture a structured binding
       return fmt::format("{}:{}: key '{}'", origin, node.source().begin.line, key);
     };
     if (const toml::table* sub = node.as_table()) {
