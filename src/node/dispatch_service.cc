@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <random>
 
 #include "catalog/catalog.h"
 #include "net/json_http.h"
@@ -53,10 +54,27 @@ Result<dispatch::ForwardOptions> OptionsOf(const json& b) {
   return o;
 }
 
-Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, const json& body) {
+// Spot checks as configured (--spot-check-*); the seed is drawn once per
+// process, so which results get checked cannot be predicted by a holder.
+dispatch::SpotCheckOptions SpotOptions(const Node& node) {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  dispatch::SpotCheckOptions o;
+  o.fraction = node.config().spot_check_fraction;
+  o.tolerance = node.config().spot_check_tolerance;
+  o.ban = std::chrono::seconds(node.config().spot_check_ban_s);
+  o.seed = seed;
+  return o;
+}
+
+Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, const json& body,
+                                const dispatch::SpotCheckOptions& spot) {
   const auto t0 = Clock::now();
   TENZRO_TRY(ForwardRequest fr, ParseForwardRequest(body));
   TENZRO_TRY(dispatch::ForwardOptions opt, OptionsOf(body));
+  opt.spot_check = spot;
   if (fr.n_tokens > (1 << 20)) return Error::InvalidArgument("n_tokens {} is over 1048576", fr.n_tokens);
   const int n_tok = static_cast<int>(fr.n_tokens);
   TENZRO_TRY(ExpertRuntime::GateOutput g, rt.GateOnly(fr.model, fr.layer, fr.d_model, fr.x.data(), n_tok));
@@ -96,7 +114,8 @@ Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, cons
               {"stages", stages},
               {"holders", rj["holders"]},
               {"dropped", rj["dropped"]},
-              {"tokens_without_experts", rj["tokens_without_experts"]}};
+              {"tokens_without_experts", rj["tokens_without_experts"]},
+              {"spot_checks", rj["spot_checks"]}};
 }
 
 // Counts the forward into /metrics and the dashboard's recent forwards.
@@ -203,7 +222,7 @@ Result<void> AddDispatchService(Node& node) {
   r.AddOnPool("POST", "/v1/moe/forward-distributed", pool, [rt, n](const net::Request& http) {
     return Answer(http, [&](const json& b) -> Result<json> {
       TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
-      auto r = ForwardDistributed(*rt, *d, b);
+      auto r = ForwardDistributed(*rt, *d, b, SpotOptions(*n));
       RecordForward(b, r);
       return r;
     });
@@ -213,6 +232,20 @@ Result<void> AddDispatchService(Node& node) {
       TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
       return PlanDispatch(*d, b);
     });
+  });
+  // Spot checks and bans (docs/security.md).
+  node.AddMetrics([n](std::string& out) {
+    dispatch::Dispatcher::Counters c;
+    if (auto d = NodeDispatcher(*n)) c = (*d)->counters();
+    out += fmt::format(
+        "# HELP tenzro_spot_checks_total Remote expert results this node re-ran on another replica, by outcome.\n"
+        "# TYPE tenzro_spot_checks_total counter\n"
+        "tenzro_spot_checks_total{{outcome=\"agree\"}} {}\ntenzro_spot_checks_total{{outcome=\"mismatch\"}} {}\n"
+        "tenzro_spot_checks_total{{outcome=\"inconclusive\"}} {}\ntenzro_spot_checks_total{{outcome=\"skipped\"}} {}\n"
+        "# HELP tenzro_holder_bans_total Holders this node banned from its plans, by reason.\n"
+        "# TYPE tenzro_holder_bans_total counter\n"
+        "tenzro_holder_bans_total{{reason=\"failure\"}} {}\ntenzro_holder_bans_total{{reason=\"wrong_output\"}} {}\n",
+        c.spot_agree, c.spot_mismatch, c.spot_inconclusive, c.spot_skipped, c.bans_failure, c.bans_wrong_output);
   });
   return Ok();
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -59,6 +60,12 @@ bool TokenMatches(const net::Request& req, const std::string& token) {
   return sodium_memcmp(given.data(), token.data(), token.size()) == 0;
 }
 
+// The requests a peer's rate limit applies to: expert execution and blob
+// transfer on the public listener.
+bool PeerLimited(const net::Request& req) {
+  return (req.method == "POST" && req.path == "/v1/moe/exec") || (req.method == "GET" && req.path.starts_with("/blobs/"));
+}
+
 }  // namespace
 
 Node::Node(NodeConfig config) : config_(std::move(config)) {}
@@ -83,7 +90,12 @@ Result<void> Node::Init() {
   if (!net::IsLoopbackHost(admin_ep.host))
     return Error::InvalidArgument("admin address '{}' is not loopback; the admin API only listens on 127.0.0.1/::1",
                                   config_.admin);
+  // A data dir this node creates is private (MakeDirs leaves the mode to
+  // the umask); an existing one is the operator's to set.
+  const bool data_dir_existed = PathExists(config_.data_dir);
   TENZRO_CHECK_OK(MakeDirs(config_.data_dir, 0700));
+  if (!data_dir_existed && ::chmod(config_.data_dir.c_str(), 0700) != 0)
+    return Error::FromErrno(errno, "chmod 0700 " + config_.data_dir);
 
   // One node per data dir: an flock the kernel drops when the process dies.
   std::string lock_path = config_.data_dir + "/node.lock";
@@ -108,8 +120,25 @@ Result<void> Node::Init() {
   common.max_body_bytes = config_.max_body_bytes;
   common.read_timeout = std::chrono::milliseconds(config_.read_timeout_ms);
   common.producer_pool = pool_.get();
+  net::RateLimitOptions rl;
+  rl.rate = config_.peer_rate;
+  rl.burst = config_.peer_burst;
+  peer_limiter_ = std::make_unique<net::PeerRateLimiter>(rl);
   net::ServerOptions pub = common;
   pub.name = "http";
+  pub.filter = [this](const net::Request& req) -> std::optional<net::Response> {
+    // QUIC exec requests are dispatched through the router, not this
+    // listener: the QUIC service limits them by node id itself.
+    if (!PeerLimited(req)) return std::nullopt;
+    const std::string host(net::RemoteHost(req.remote));
+    if (peer_limiter_->Allow("ip:" + host)) return std::nullopt;
+    net::Response r = net::ErrorResponse(
+        Error::ResourceExhausted("peer {} is over its request rate ({:g} per second, burst {}); retry later", host,
+                                 config_.peer_rate, config_.peer_burst),
+        429);
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  };
   http_ = std::make_unique<net::HttpServer>(*ioc_, &public_router_, pub);
   net::ServerOptions adm = common;
   adm.name = "admin";
@@ -126,6 +155,11 @@ Result<void> Node::Init() {
   admin_ = std::make_unique<net::HttpServer>(*ioc_, &admin_router_, adm);
   TENZRO_CHECK_OK(http_->Listen(http_ep));
   TENZRO_CHECK_OK(admin_->Listen(admin_ep));
+  // Belt and braces: what the admin listener actually bound is loopback
+  // (a name like "localhost" resolved to something else would fail here).
+  if (!net::IsLoopbackHost(admin_->endpoint().host))
+    return Error::InvalidArgument("admin address '{}' bound {}, which is not loopback", config_.admin,
+                                  admin_->endpoint().HostPort());
 
   started_ = std::chrono::steady_clock::now();
   started_at_ = NowRfc3339();
@@ -175,6 +209,10 @@ void Node::AddBuiltinRoutes() {
     out += fmt::format("# HELP tenzro_uptime_seconds Seconds since the node started.\n"
                        "# TYPE tenzro_uptime_seconds gauge\ntenzro_uptime_seconds {:.3f}\n",
                        uptime);
+    out += fmt::format("# HELP tenzro_peer_rate_limited_total Exec and blob requests refused because their peer "
+                       "was over --peer-rate (HTTP 429, QUIC error reply or refused stream).\n"
+                       "# TYPE tenzro_peer_rate_limited_total counter\ntenzro_peer_rate_limited_total {}\n",
+                       peer_limiter_->rejected());
     for (const auto& fn : metrics_) fn(out);
     net::Response r;
     r.content_type = "text/plain; version=0.0.4";

@@ -24,6 +24,7 @@
 
 #include "core/result.h"
 #include "core/thread_pool.h"
+#include "net/rate_limit.h"
 #include "net/router.h"
 #include "net/server.h"
 #include "net/url.h"
@@ -69,6 +70,11 @@ class Node {
   net::Endpoint http_endpoint() const { return http_->endpoint(); }
   net::Endpoint admin_endpoint() const { return admin_->endpoint(); }
   const std::string& admin_token() const { return token_; }
+  // Per-peer limit on exec and blob requests (--peer-rate, --peer-burst):
+  // the public listener checks POST /v1/moe/exec and GET /blobs/ by client
+  // IP (429 when over); the QUIC service checks its streams by peer node id.
+  // Keys: "ip:<addr>", "node:<id>". Any thread.
+  net::PeerRateLimiter& peer_limiter() { return *peer_limiter_; }
 
   // Adds `key` to DATA_DIR/node.json and GET /v1/node/info, computed by `fn`
   // when they are written/answered (loop thread). Before Run().
@@ -99,6 +105,7 @@ class Node {
   std::unique_ptr<net::HttpServer> http_;
   std::unique_ptr<net::HttpServer> admin_;
   std::string token_;
+  std::unique_ptr<net::PeerRateLimiter> peer_limiter_;
   int lock_fd_ = -1;
   bool stopping_ = false;  // loop thread
   std::chrono::steady_clock::time_point started_;

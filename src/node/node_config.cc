@@ -1,6 +1,7 @@
 #include "node/node_config.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
@@ -12,6 +13,14 @@
 namespace tenzro::node {
 
 namespace {
+
+Result<double> ParseFraction(std::string_view v, double max) {
+  double x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || !(x >= 0) || !(x <= max))
+    return Error::InvalidArgument("'{}' is not a number in 0..{}", v, max);
+  return x;
+}
 
 template <typename T>
 Result<T> ParseUint(std::string_view v, T max) {
@@ -157,6 +166,45 @@ const std::vector<NodeConfigKey> kKeys = {
        c.swarm_ttl_s = s;
        return Ok();
      }},
+    {"peer_rate", "Exec and blob requests per second one peer may make (token bucket; 0 = unlimited); over it: 429",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.peer_rate, ParseFraction(v, 1e9));
+       return Ok();
+     }},
+    {"peer_burst", "Exec and blob requests one peer may make at once before --peer-rate applies",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1'000'000'000));
+       if (n == 0) return Error::InvalidArgument("must be at least 1");
+       c.peer_burst = n;
+       return Ok();
+     }},
+    {"spot_check_fraction", "Share of remote expert results re-run on another replica to catch wrong outputs (0..1)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.spot_check_fraction, ParseFraction(v, 1));
+       return Ok();
+     }},
+    {"spot_check_tolerance", "Relative L2 distance above which a spot check disagrees (0 = by wire dtype)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.spot_check_tolerance, ParseFraction(v, 1));
+       return Ok();
+     }},
+    {"spot_check_ban_s", "Seconds a holder caught returning wrong outputs is banned",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t s, ParseUint<uint32_t>(v, 30 * 24 * 3600));
+       if (s == 0) return Error::InvalidArgument("must be positive");
+       c.spot_check_ban_s = s;
+       return Ok();
+     }},
+    {"test_corrupt_exec_outputs",
+     "TEST ONLY (needs TENZRO_ALLOW_TEST_FAULTS=1): share of served expert outputs this holder falsifies",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(double f, ParseFraction(v, 1));
+       const char* allow = std::getenv("TENZRO_ALLOW_TEST_FAULTS");
+       if (f > 0 && (allow == nullptr || std::string_view(allow) != "1"))
+         return Error::InvalidArgument("a test-only fault; refused unless the environment has TENZRO_ALLOW_TEST_FAULTS=1");
+       c.test_corrupt_exec_outputs = f;
+       return Ok();
+     }},
 };
 
 // Renders a TOML scalar as the text a flag would carry.
@@ -167,7 +215,11 @@ Result<std::string> ScalarText(const toml::node& n) {
     return std::to_string(i->get());
   }
   if (auto b = n.as_boolean()) return std::string(b->get() ? "true" : "false");
-  return Error::InvalidArgument("must be a string, an integer or a boolean");
+  if (auto f = n.as_floating_point()) {
+    if (!(f->get() >= 0)) return Error::InvalidArgument("must not be negative");
+    return fmt::format("{}", f->get());
+  }
+  return Error::InvalidArgument("must be a string, a number or a boolean");
 }
 
 Result<void> ApplyTable(const toml::table& t, const std::string& prefix, std::string_view origin, NodeConfig& cfg) {

@@ -37,6 +37,15 @@ struct NodeConfig {
   std::string advertise;                // host peers reach this node at; "" = the http listener's host
   uint32_t swarm_refresh_ms = 20000;    // declarations re-published this often
   uint32_t swarm_ttl_s = 60;            // and expire this long after publication
+  // Security (docs/security.md).
+  double peer_rate = 1000;              // exec/blob requests per second per peer; 0 = unlimited
+  uint32_t peer_burst = 5000;           // requests a peer may send at once
+  double spot_check_fraction = 0.05;    // of remote expert results re-run elsewhere (dispatch/spot_check.h)
+  double spot_check_tolerance = 0;      // relative L2; 0 = by wire dtype (1e-3 f32, 2e-2 bf16, 5e-3 f16)
+  uint32_t spot_check_ban_s = 600;      // a holder caught lying sits out this long
+  // TEST ONLY: this holder perturbs this share of the expert outputs it
+  // serves to peers. Refused unless TENZRO_ALLOW_TEST_FAULTS=1.
+  double test_corrupt_exec_outputs = 0;
 };
 
 // One configurable key.

@@ -39,8 +39,12 @@ std::shared_ptr<QuicState> StateOf(Node& node) {
 
 bool IsWildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
 
-// Runs one exec request through the HTTP route (loop thread).
+// Runs one exec request through the HTTP route (loop thread), unless the
+// peer is over its rate (Node::peer_limiter): then an error reply.
 void DispatchExec(Node* node, const std::string& peer, Bytes request, quic::Reply reply) {
+  if (!node->peer_limiter().Allow("node:" + peer))
+    return reply(Error::ResourceExhausted("peer {} is over its request rate ({:g} per second, burst {}); retry later",
+                                          peer.substr(0, 12), node->config().peer_rate, node->config().peer_burst));
   auto req = std::make_shared<net::Request>();
   req->method = "POST";
   req->target = req->path = kExecPath;
@@ -59,6 +63,21 @@ void DispatchExec(Node* node, const std::string& peer, Bytes request, quic::Repl
   node->public_router().Dispatch(std::move(req), std::move(responder));
 }
 
+// A protocol whose streams count against the opening peer's rate limit:
+// over it, the stream is refused (reset) before anything is read.
+class RateLimitedProtocol : public quic::Protocol {
+ public:
+  RateLimitedProtocol(std::shared_ptr<quic::Protocol> inner, Node* node) : inner_(std::move(inner)), node_(node) {}
+  std::unique_ptr<quic::StreamHandler> Accept(const std::string& peer_node_id) override {
+    if (!node_->peer_limiter().Allow("node:" + peer_node_id)) return nullptr;
+    return inner_->Accept(peer_node_id);
+  }
+
+ private:
+  std::shared_ptr<quic::Protocol> inner_;
+  Node* node_;
+};
+
 }  // namespace
 
 Result<void> AddQuicService(Node& node) {
@@ -74,7 +93,8 @@ Result<void> AddQuicService(Node& node) {
   quic::EndpointOptions opts;
   TENZRO_TRY(st->endpoint, quic::Endpoint::Create(node.io(), id, bind, opts));
   quic::Endpoint& ep = *st->endpoint;
-  ep.AddProtocol(quic::kIrohBlobsAlpn, quic::MakeBlobsProvider(node.io(), store, &node.pool()));
+  ep.AddProtocol(quic::kIrohBlobsAlpn, std::make_shared<RateLimitedProtocol>(
+                                          quic::MakeBlobsProvider(node.io(), store, &node.pool()), &node));
   quic::RpcOptions rpc;
   rpc.max_request_bytes = cfg.max_body_bytes;
   Node* n = &node;

@@ -1,0 +1,301 @@
+// Security defences through real node processes on loopback (docs/security.md):
+//   * spot checks: a coordinator C (gate only, --spot-check-fraction 1) and
+//     three holders of every layer-0 expert — H1, H2 honest, L lying
+//     (--test-corrupt-exec-outputs 1, allowed by TENZRO_ALLOW_TEST_FAULTS=1).
+//     L is caught and banned, every forward still equals H1's single-node
+//     forward, later forwards avoid L, and C's /metrics count it;
+//   * per-peer rate limits: a burst of blob/exec requests from 127.0.0.1 gets
+//     429s while 127.0.0.2 is still served; the rejections are in /metrics;
+//   * network-supplied names never reach the file system (blob hashes must be
+//     64 hex digits), secrets and the data dir are private;
+//   * the test-only fault flag is refused without the environment variable.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/bytes.h"
+#include "core/file.h"
+#include "node/runtime_service.h"
+#include "testutil/node_process.h"
+
+namespace tenzro::node {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using tenzro::testing::DataPath;
+using tenzro::testing::NodeOptions;
+using tenzro::testing::ReadF32;
+using tenzro::testing::RelL2;
+using tenzro::testing::RunningNode;
+using tenzro::testing::RunTenzro;
+using tenzro::testing::StartNode;
+using tenzro::testing::TempDir;
+using tenzro::testing::WaitFor;
+
+constexpr const char* kModel = "tiny-qwen35moe";
+constexpr int kExperts = 8;
+
+std::string NodeId(const RunningNode& n) {
+  auto r = n.Admin().Send("GET", "/v1/swarm/info");
+  if (!r || r->status != 200) return "";
+  json s = json::parse(r->body, nullptr, false);
+  return s.is_object() ? s.value("node_id", "") : "";
+}
+
+std::string Metrics(const RunningNode& n) {
+  net::HttpClient c(n.http);
+  auto r = c.Send("GET", "/metrics");
+  return r && r->status == 200 ? r->body : "";
+}
+
+// The value of one sample line ("name{labels} value") in Prometheus text; -1 if absent.
+double Sample(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
+  TempDir tmp;
+  const std::vector<std::string> swarm_flags = {"--swarm-refresh-ms", "1000", "--swarm-ttl-s", "30"};
+  NodeOptions oc;
+  oc.run_args = swarm_flags;
+  oc.run_args.insert(oc.run_args.end(), {"--dht-port", "0", "--spot-check-fraction", "1", "--spot-check-ban-s", "600"});
+  RunningNode c = StartNode(tmp.Join("c"), oc);
+  ASSERT_TRUE(c.running());
+  const std::string boot = "127.0.0.1:" + std::to_string(c.node_json["dht_port"].get<int>());
+
+  // C prepares layer 0 (experts + gate) and loads only the gate.
+  auto add = c.Cli({"moe", "catalog-add", "--model", kModel, "--checkpoint", DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  json prep = c.CliJson({"moe", "prepare-experts", "--model-id", kModel, "--layer", "0", "--quant", "q4_k_m", "--gate",
+                         "--wait", "--json"});
+  ASSERT_EQ(prep["state"], "done") << prep.dump();
+  const json& res = prep["result"];
+  auto load_gate = [&](const RunningNode& n) {
+    n.CliJson({"moe", "load-gate", "--model", kModel, "--layer", "0", "--file", res["gate"]["uri"].get<std::string>(),
+               "--from", c.http_url(), "--json"});
+  };
+  load_gate(c);
+
+  // Holders H1, H2 (honest) and L (lies on every answer), each with every expert.
+  std::vector<RunningNode> h;
+  for (int i = 0; i < 3; ++i) {
+    NodeOptions o;
+    o.run_args = swarm_flags;
+    o.run_args.insert(o.run_args.end(), {"--dht-port", "0", "--bootstrap", boot});
+    const bool liar = i == 2;
+    if (liar) {
+      o.run_args.insert(o.run_args.end(), {"--test-corrupt-exec-outputs", "1"});
+      ::setenv("TENZRO_ALLOW_TEST_FAULTS", "1", 1);
+    }
+    h.push_back(StartNode(tmp.Join("h" + std::to_string(i)), o));
+    ::unsetenv("TENZRO_ALLOW_TEST_FAULTS");
+    ASSERT_TRUE(h.back().running());
+    for (const json& e : res["experts"])
+      h.back().CliJson({"moe", "load-expert", "--model", kModel, "--layer", "0", "--expert",
+                        std::to_string(e["expert"].get<int>()), "--file", e["uri"].get<std::string>(), "--from",
+                        c.http_url(), "--json"});
+  }
+  EXPECT_NE(h[2].proc->Log().find("TEST FAULT"), std::string::npos) << h[2].proc->Log();
+  // H1's single-node forward is the reference.
+  load_gate(h[0]);
+  const std::string hidden = DataPath("moe/tiny-qwen35moe.hidden.f32");
+  const std::string ref_path = tmp.Join("ref.f32");
+  json lf = h[0].CliJson({"moe", "forward", "--model", kModel, "--hidden", hidden, "--d-model", "256", "--layer", "0",
+                          "--out", ref_path, "--local", "--json"});
+  ASSERT_EQ(lf["n_tokens"], 9);
+  const std::vector<float> ref = ReadF32(ref_path);
+  const std::string liar = NodeId(h[2]);
+  ASSERT_EQ(liar.size(), 64u);
+
+  // C sees all three holders of every expert.
+  auto converged = [&] {
+    json all = json::array();
+    for (int t = 0; t < kExperts; ++t) all.push_back({{"token_index", t}, {"experts", {{{"layer", 0}, {"expert", t}}}}});
+    const std::string f = tmp.Join("routings.json");
+    if (!WriteFileAtomic(f, std::string_view(all.dump()))) return false;
+    auto r = c.Cli({"moe", "plan-dispatch", "--model", kModel, "--routings", f, "--json"});
+    json p = json::parse(r.out, nullptr, false);
+    return r.exit_code == 0 && p.is_object() && p["unheld"].empty() && p["holders_considered"] == 3;
+  };
+  ASSERT_TRUE(WaitFor(converged, seconds(90)));
+
+  const std::string b64 = Base64Encode(ByteSpan(tenzro::testing::ReadAll(hidden)));
+  const json body = {{"model", kModel}, {"layer", 0}, {"d_model", 256}, {"n_tokens", 9}, {"hidden_f32_b64", b64}};
+  auto admin = c.Admin();
+  auto forward = [&](int i) -> json {
+    auto r = admin.Send("POST", "/v1/moe/forward-distributed", body.dump());
+    EXPECT_TRUE(r) << "forward " << i;
+    if (!r) return json();
+    EXPECT_EQ(r->status, 200) << "forward " << i << ": " << r->body;
+    json j = json::parse(r->body, nullptr, false);
+    auto out = Base64Decode(j.value("output_f32_b64", ""));
+    EXPECT_TRUE(out) << "forward " << i;
+    if (!out) return j;
+    std::vector<float> got(out->size() / 4);
+    std::memcpy(got.data(), out->data(), got.size() * 4);
+    EXPECT_EQ(got.size(), ref.size());
+    // Every remote result is checked, so even the forward that catches L is right.
+    EXPECT_LE(RelL2(got, ref), 1e-6) << "forward " << i << ": " << j["spot_checks"].dump();
+    return j;
+  };
+
+  // L is asked (as holder or verifier) within a few forwards and banned.
+  int caught_at = -1;
+  for (int i = 0; i < 10 && caught_at < 0; ++i) {
+    json j = forward(i);
+    ASSERT_TRUE(j.is_object());
+    const json& sc = j["spot_checks"];
+    EXPECT_EQ(sc["checked"].get<int>(), sc["agree"].get<int>() + sc["mismatch"].get<int>() +
+                                            sc["inconclusive"].get<int>() + sc["skipped"].get<int>());
+    if (!sc["banned"].empty()) {
+      caught_at = i;
+      EXPECT_EQ(sc["banned"], json::array({liar})) << sc.dump();
+      EXPECT_GE(sc["mismatch"].get<int>(), 1) << sc.dump();
+      for (const json& it : sc["items"])
+        if (it["outcome"] == "mismatch") {
+          EXPECT_TRUE(it["holder"] == liar || it["verifier"] == liar) << it.dump();
+        }
+      std::printf("liar caught in forward %d: %s\n", i, sc.dump().substr(0, 600).c_str());
+    }
+  }
+  ASSERT_GE(caught_at, 0) << "the lying holder was never caught";
+
+  // Later forwards avoid it: no call, no check involving L, nothing disputed.
+  for (int i = 0; i < 3; ++i) {
+    json j = forward(100 + i);
+    ASSERT_TRUE(j.is_object());
+    for (const json& hc : j["holders"]) EXPECT_NE(hc["node_id"], liar);
+    for (const json& it : j["spot_checks"]["items"]) {
+      EXPECT_EQ(it["outcome"], "agree") << it.dump();
+      EXPECT_NE(it["verifier"], liar);
+    }
+  }
+  const std::string m = Metrics(c);
+  EXPECT_EQ(Sample(m, "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1) << m;
+  EXPECT_GE(Sample(m, "tenzro_spot_checks_total{outcome=\"mismatch\"}"), 1) << m;
+  EXPECT_GE(Sample(m, "tenzro_spot_checks_total{outcome=\"agree\"}"), 1) << m;
+  EXPECT_GE(Sample(m, "tenzro_holder_bans_total{reason=\"failure\"}"), 0) << m;
+  // The ban shows in C's holder stats.
+  auto plan = admin.Send("POST", "/v1/moe/plan-dispatch", json{{"model", kModel}, {"routings", json::array()}}.dump());
+  ASSERT_TRUE(plan && plan->status == 200);
+  bool banned = false;
+  const json pj = json::parse(plan->body);
+  for (const json& s : pj["holder_stats"])
+    banned |= s["node_id"] == liar && s["banned_for_ms"].get<double>() > 60000;
+  EXPECT_TRUE(banned) << plan->body;
+
+  for (auto& n : h) EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
+  EXPECT_EQ(c.Stop(), 0) << c.proc->Log();
+}
+
+// One HTTP/1.1 request from `src_ip` (bound before connecting) to `to`; the
+// status code, or -1.
+int StatusFrom(const std::string& src_ip, const net::Endpoint& to, const std::string& method,
+               const std::string& target) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  ::inet_pton(AF_INET, src_ip.c_str(), &src.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) return -1;
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(to.port);
+  ::inet_pton(AF_INET, to.host.c_str(), &dst.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) return -1;
+  const std::string req = method + " " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return -1;
+  char buf[64] = {};
+  ssize_t got = 0;
+  while (got < 12) {
+    ssize_t r = ::recv(fd, buf + got, sizeof buf - 1 - got, 0);
+    if (r <= 0) return -1;
+    got += r;
+  }
+  return std::string_view(buf, 9) == "HTTP/1.1 " ? std::atoi(buf + 9) : -1;
+}
+
+TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
+  TempDir tmp;
+  NodeOptions o;
+  o.run_args = {"--peer-rate", "0.01", "--peer-burst", "5"};  // a token per 100 s: none comes back in the test
+  RunningNode n = StartNode(tmp.Join("n"), o);
+  ASSERT_TRUE(n.running());
+  const std::string absent = "/blobs/" + std::string(64, 'a');
+
+  // 127.0.0.1 spends its burst of 5, then gets 429s (blob GETs and exec
+  // POSTs share the bucket); other routes are not limited.
+  std::vector<int> statuses;
+  for (int i = 0; i < 8; ++i) statuses.push_back(StatusFrom("127.0.0.1", n.http, "GET", absent));
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 404), 5) << ::testing::PrintToString(statuses);
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 429), 3) << ::testing::PrintToString(statuses);
+  EXPECT_EQ(StatusFrom("127.0.0.1", n.http, "POST", "/v1/moe/exec"), 429);
+  EXPECT_EQ(StatusFrom("127.0.0.1", n.http, "GET", "/v1/health"), 200);
+  net::HttpClient pub(n.http);
+  auto limited = pub.Send("GET", absent);
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_NE(limited->body.find("over its request rate"), std::string::npos) << limited->body;
+  EXPECT_NE(limited->body.find("resource_exhausted"), std::string::npos) << limited->body;
+  // Another peer address is still served.
+  EXPECT_EQ(StatusFrom("127.0.0.2", n.http, "GET", absent), 404);
+  const int exec = StatusFrom("127.0.0.2", n.http, "POST", "/v1/moe/exec");  // empty frame: served, refused
+  EXPECT_TRUE(exec >= 400 && exec < 500 && exec != 429) << exec;
+  const std::string m = Metrics(n);
+  EXPECT_EQ(Sample(m, "tenzro_peer_rate_limited_total"), 5) << m;
+
+  // Names from the network: a blob hash must be 64 hex digits before the
+  // store is touched (no path, no traversal).
+  for (const char* bad : {"/blobs/../../node.key", "/blobs/..%2f..%2fnode.key", "/blobs/node.key",
+                          "/blobs/AAAA", "/blobs/%2e%2e"})
+    EXPECT_EQ(StatusFrom("127.0.0.3", n.http, "GET", bad), 400) << bad;
+
+  // Secrets and the data dir are private.
+  struct stat st;
+  ASSERT_EQ(::stat(n.dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u) << std::oct << st.st_mode;
+  for (const char* f : {"admin.token", "node.key"}) {
+    ASSERT_EQ(::stat((n.dir + "/" + f).c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
+  }
+  EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
+}
+
+TEST(SecurityProcessTest, TestFaultFlagNeedsTheEnvironmentVariable) {
+  ::unsetenv("TENZRO_ALLOW_TEST_FAULTS");
+  TempDir tmp;
+  auto r = RunTenzro({"--data-dir", tmp.Join("d"), "node", "run", "--test-corrupt-exec-outputs", "1"}, seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("TENZRO_ALLOW_TEST_FAULTS"), std::string::npos) << r.err;
+  // The admin API binds loopback only, from a flag or a config file.
+  auto admin = RunTenzro({"--data-dir", tmp.Join("d"), "node", "run", "--admin", "0.0.0.0:0"}, seconds(30));
+  EXPECT_EQ(admin.exit_code, 2);
+  EXPECT_NE(admin.err.find("loopback"), std::string::npos) << admin.err;
+  tenzro::testing::WriteAll(tmp.Join("n.toml"), ByteSpan(reinterpret_cast<const uint8_t*>("admin = \"0.0.0.0:1\"\n"), 20));
+  auto cfg = RunTenzro({"--data-dir", tmp.Join("d"), "node", "run", "--config", tmp.Join("n.toml")}, seconds(30));
+  EXPECT_EQ(cfg.exit_code, 2);
+  EXPECT_NE(cfg.err.find("loopback"), std::string::npos) << cfg.err;
+}
+
+}  // namespace
+}  // namespace tenzro::node
