@@ -108,7 +108,7 @@ Result<Bytes> DecodeStream(const Blake3Hash& root, const ChunkRanges& ranges, By
   Bytes out;
   StreamDecoder dec(root, ranges, [&](uint64_t off, ByteSpan b) -> Result<void> {
     if (out.size() < off + b.size()) out.resize(off + b.size());
-    std::memcpy(out.data() + off, b.data(), b.size());
+    if (!b.empty()) std::memcpy(out.data() + off, b.data(), b.size());  // the empty blob: both null
     return Ok();
   }, max_size);
   TENZRO_CHECK_OK(dec.Feed(stream));
