@@ -5,7 +5,9 @@
 //     L is caught and banned, every forward still equals H1's single-node
 //     forward, later forwards avoid L, and C's /metrics count it;
 //   * per-peer rate limits: a burst of blob/exec requests from 127.0.0.1 gets
-//     429s while 127.0.0.2 is still served; the rejections are in /metrics;
+//     429s while 127.0.0.2 is still served; over QUIC one peer node id is
+//     refused (exec error reply, blob stream reset) while another is served;
+//     the rejections are in /metrics;
 //   * network-supplied names never reach the file system (blob hashes must be
 //     64 hex digits), secrets and the data dir are private;
 //   * the test-only fault flag is refused without the environment variable.
@@ -23,9 +25,16 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "blob/blake3.h"
+#include "blob/chunk_ranges.h"
 #include "core/bytes.h"
 #include "core/file.h"
+#include "dispatch/exec_frame.h"
 #include "node/runtime_service.h"
+#include "quic/client.h"
+#include "quic/iroh_blobs.h"
+#include "quic/rpc.h"
+#include "swarm/identity.h"
 #include "testutil/node_process.h"
 
 namespace tenzro::node {
@@ -261,8 +270,39 @@ TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
   EXPECT_EQ(StatusFrom("127.0.0.2", n.http, "GET", absent), 404);
   const int exec = StatusFrom("127.0.0.2", n.http, "POST", "/v1/moe/exec");  // empty frame: served, refused
   EXPECT_TRUE(exec >= 400 && exec < 500 && exec != 429) << exec;
+  // QUIC: limited by peer node id. Peer A's exec calls are answered (error
+  // frames: not a frame) until its burst is spent, then refused with an
+  // error reply; its blob streams too. Peer B is still served.
+  const std::string node_id = n.node_json["node_id"];
+  quic::PeerAddr peer{node_id, net::ParseEndpoint(n.node_json["quic"]["address"].get<std::string>()).value()};
+  auto a = quic::QuicClient::Start(swarm::Identity::Generate()).value();
+  auto b = quic::QuicClient::Start(swarm::Identity::Generate()).value();
+  const Bytes garbage = {'n', 'o', 't', ' ', 'a', ' ', 'f', 'r', 'a', 'm', 'e'};
+  for (int i = 0; i < 5; ++i) {
+    auto r = quic::CallRpc(*a, peer, quic::kExecAlpn, garbage);
+    ASSERT_TRUE(r) << i << ": " << r.error().ToString();
+    EXPECT_TRUE(dispatch::DecodeExecResponse(*r)) << i;
+  }
+  auto over = quic::CallRpc(*a, peer, quic::kExecAlpn, garbage);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code(), ErrorCode::kResourceExhausted) << over.error().ToString();
+  EXPECT_NE(over.error().message().find("over its request rate"), std::string::npos) << over.error().ToString();
+  auto blob_hash = blob::Blake3Hash::FromHex(std::string(64, 'a')).value();
+  auto refused = quic::FetchRangesQuic(*a, peer, blob_hash, blob::ChunkRanges::All(), [](uint64_t, ByteSpan) {
+    return Result<void>(Ok());
+  });
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().code(), ErrorCode::kNotFound) << refused.error().ToString();
+  auto served = quic::CallRpc(*b, peer, quic::kExecAlpn, garbage);
+  ASSERT_TRUE(served) << served.error().ToString();
+  auto absent_b = quic::FetchRangesQuic(*b, peer, blob_hash, blob::ChunkRanges::All(), [](uint64_t, ByteSpan) {
+    return Result<void>(Ok());
+  });
+  ASSERT_FALSE(absent_b);
+  EXPECT_EQ(absent_b.error().code(), ErrorCode::kNotFound) << absent_b.error().ToString();
+
   const std::string m = Metrics(n);
-  EXPECT_EQ(Sample(m, "tenzro_peer_rate_limited_total"), 5) << m;
+  EXPECT_EQ(Sample(m, "tenzro_peer_rate_limited_total"), 7) << m;  // 5 HTTP, 2 QUIC
 
   // Names from the network: a blob hash must be 64 hex digits before the
   // store is touched (no path, no traversal).
