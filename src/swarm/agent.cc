@@ -150,8 +150,16 @@ Result<void> SwarmAgent::Publish() {
     for (const auto& [h, at] : provided_) hashes.push_back(h);
   }
   Result<void> status = Ok();
+  // Each Put may wait op_timeout when no peer answers (a cut-off node): a
+  // round of many provider records then takes many seconds. Stop() joins the
+  // refresh thread, so once stopping, skip the rest of the round.
+  auto stopping = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopped_;
+  };
   for (Declaration& d : holdings) {
     before.erase(d.model);
+    if (stopping()) return Ok();
     if (auto r = PublishModel(std::move(d), now, true); !r) status = r;
   }
   // Models this node no longer holds anything of: announce leaving them.
@@ -162,6 +170,7 @@ Result<void> SwarmAgent::Publish() {
     if (auto r = PublishModel(d, now, false); !r) status = r;
   }
   for (const std::string& h : hashes) {
+    if (stopping()) return Ok();
     if (auto r = PutProvider(h, now); !r) status = r;
   }
   if (!status) {
