@@ -30,6 +30,7 @@
 #include "core/bytes.h"
 #include "core/file.h"
 #include "dispatch/exec_frame.h"
+#include "node/node_config.h"
 #include "node/runtime_service.h"
 #include "quic/client.h"
 #include "quic/iroh_blobs.h"
@@ -319,6 +320,29 @@ TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
     EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
   }
   EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
+}
+
+TEST(SecurityConfigTest, LimitsAndSpotCheckKeys) {
+  NodeConfig cfg;
+  EXPECT_EQ(cfg.spot_check_fraction, 0.05);
+  EXPECT_GT(cfg.peer_rate, 0);
+  ASSERT_TRUE(LoadConfigText("spot_check_fraction = 0.25\nspot_check_tolerance = 0.01\npeer_rate = 50.5\n"
+                             "peer_burst = 10\nspot_check_ban_s = 60\n",
+                             "t.toml", cfg));
+  EXPECT_EQ(cfg.spot_check_fraction, 0.25);
+  EXPECT_EQ(cfg.spot_check_tolerance, 0.01);
+  EXPECT_EQ(cfg.peer_rate, 50.5);
+  EXPECT_EQ(cfg.peer_burst, 10u);
+  EXPECT_EQ(cfg.spot_check_ban_s, 60u);
+  ASSERT_TRUE(ApplyConfigValue(cfg, "spot_check_fraction", "1"));
+  EXPECT_EQ(cfg.spot_check_fraction, 1.0);
+  for (const char* bad : {"spot_check_fraction = 1.5", "spot_check_fraction = -0.1", "peer_rate = -1",
+                          "peer_burst = 0", "spot_check_fraction = \"x\""}) {
+    NodeConfig c;
+    auto r = LoadConfigText(bad, "t.toml", c);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << bad;
+  }
 }
 
 TEST(SecurityProcessTest, TestFaultFlagNeedsTheEnvironmentVariable) {
