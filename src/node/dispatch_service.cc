@@ -219,7 +219,15 @@ Result<void> AddDispatchService(Node& node) {
   net::Router& r = node.admin_router();
   ThreadPool* pool = &node.pool();
   Node* n = &node;
-  r.AddOnPool("POST", "/v1/moe/forward-distributed", pool, [rt, n](const net::Request& http) {
+  // A distributed forward waits for remote holders, whose exec requests
+  // (HTTP and QUIC) run on their node's pool(). Were forwards on pool() too,
+  // enough concurrent forwards would hold every worker of every node while
+  // waiting for each other's exec answers: every call then hits its deadline
+  // (seen with 4 clients per node, tests/fault/load_test.cc). Forwards queue
+  // on their own pool; exec on pool() never waits for a peer.
+  auto forward_pool = std::make_shared<ThreadPool>(node.pool().size(), "forward");
+  node.OnStop([forward_pool] { forward_pool->Shutdown(); });
+  r.AddOnPool("POST", "/v1/moe/forward-distributed", forward_pool.get(), [rt, n](const net::Request& http) {
     return Answer(http, [&](const json& b) -> Result<json> {
       TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
       auto r = ForwardDistributed(*rt, *d, b, SpotOptions(*n));
