@@ -183,16 +183,20 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
   }
   ASSERT_GE(caught_at, 0) << "the lying holder was never caught";
 
-  // Later forwards avoid it: no call, no check involving L, nothing disputed.
+  // Later forwards avoid it: no call, no check involving L, nothing disputed
+  // (a re-run that timed out on a loaded machine would be "skipped").
+  int agreed = 0;
   for (int i = 0; i < 3; ++i) {
     json j = forward(100 + i);
     ASSERT_TRUE(j.is_object());
     for (const json& hc : j["holders"]) EXPECT_NE(hc["node_id"], liar);
+    for (const json& hc : j["spot_checks"]["calls"]) EXPECT_NE(hc["node_id"], liar);
     for (const json& it : j["spot_checks"]["items"]) {
-      EXPECT_EQ(it["outcome"], "agree") << it.dump();
-      EXPECT_NE(it["verifier"], liar);
+      EXPECT_TRUE(it["outcome"] == "agree" || it["outcome"] == "skipped") << it.dump();
+      agreed += it["outcome"] == "agree";
     }
   }
+  EXPECT_GE(agreed, 1);
   const std::string m = Metrics(c);
   EXPECT_EQ(Sample(m, "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1) << m;
   EXPECT_GE(Sample(m, "tenzro_spot_checks_total{outcome=\"mismatch\"}"), 1) << m;
