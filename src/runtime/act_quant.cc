@@ -23,8 +23,11 @@ void QuantizeActs(const float* x, int n_tok, int64_t n, QuantizedActs* out) {
       int sum[2] = {0, 0};
       for (int i = 0; i < kActBlock; ++i) {
         // nearbyint: round half to even in the default FP environment.
-        const int v = static_cast<int>(std::nearbyint(xb[i] * id));
-        q[i] = static_cast<int8_t>(v > 127 ? 127 : (v < -127 ? -127 : v));
+        // Clamped before the conversion, which is undefined out of range;
+        // NaN (a non-finite input) quantizes to 0.
+        const float r = xb[i] * id;
+        const int v = r == r ? static_cast<int>(std::nearbyint(std::fmin(std::fmax(r, -127.0f), 127.0f))) : 0;
+        q[i] = static_cast<int8_t>(v);
         sum[i / 16] += q[i];
       }
       const int64_t bi = static_cast<int64_t>(t) * nb + b;
