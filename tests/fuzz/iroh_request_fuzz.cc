@@ -27,10 +27,11 @@ void CheckRanges(const ChunkRanges& r) {
   if (!r.Intersect(ChunkRanges()).is_empty()) std::abort();
   auto again = ChunkRanges::Parse(r.ToString());
   if (!again || !(*again == r)) std::abort();
+  // EncodedSize walks the blob's tree: only small sizes here.
   for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{1024}, uint64_t{1025}, uint64_t{40965}, uint64_t{1} << 40}) {
     const ChunkRanges n = r.Normalize(size);
     if (!r.is_empty() && n.is_empty()) std::abort();  // something non-empty always selects a chunk
-    (void)blob::EncodedSize(size, n);
+    if (size < (1u << 20)) (void)blob::EncodedSize(size, n);
   }
 }
 
