@@ -61,6 +61,7 @@ void RegisterNode(CLI::App& root, Globals& g) {
     flags->values[key];
     flags->options[key] = run->add_option("--" + node::FlagNameForKey(key), flags->values[key], k.help);
     if (k.repeatable) flags->options[key]->multi_option_policy(CLI::MultiOptionPolicy::Join);
+    if (k.hidden) flags->options[key]->group("");  // test-only: accepted, not listed in --help
   }
   run->footer(
       "Example: tenzro node run --data-dir /tmp/n1 --http 127.0.0.1:7070 --threads 4\n"

@@ -204,7 +204,8 @@ const std::vector<NodeConfigKey> kKeys = {
          return Error::InvalidArgument("a test-only fault; refused unless the environment has TENZRO_ALLOW_TEST_FAULTS=1");
        c.test_corrupt_exec_outputs = f;
        return Ok();
-     }},
+     },
+     /*repeatable=*/false, /*hidden=*/true},
 };
 
 // Renders a TOML scalar as the text a flag would carry.

@@ -58,6 +58,8 @@ struct NodeConfigKey {
   // The flag may be given several times (each value is applied in turn);
   // the TOML key takes an array of strings.
   bool repeatable = false;
+  // Left out of --help (test-only settings).
+  bool hidden = false;
 };
 
 // The table of keys, in documentation order.
