@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 
 #include "fault/fault_util.h"
@@ -127,6 +128,18 @@ class HolderFaultTest : public ::testing::Test {
     return out;
   }
 
+  // Runs 6 forwards (measuring the holders: their deadline becomes
+  // max(1 s, 20x expected)) and returns the holder (1 or 2) that served the
+  // most calls: the planner's favourite, the one a fault will hit.
+  int Favourite() {
+    std::map<std::string, int> served;
+    for (int i = 0; i < 6; ++i) {
+      Call f = CheckedForward(i);
+      for (const json& h : f.body["holders"]) served[h.value("node_id", "")]++;
+    }
+    return served[ids()[0]] >= served[ids()[1]] ? 1 : 2;
+  }
+
   // N0 still serves: health, and a forward equal to the reference.
   void ExpectStillServing() {
     EXPECT_TRUE(Healthy(n()[0]));
@@ -141,12 +154,11 @@ class HolderFaultTest : public ::testing::Test {
 };
 
 TEST_F(HolderFaultTest, HolderFrozenThenThawed) {
-  // Measure N1 and N2 first (their deadline becomes max(1 s, 20x expected)).
-  for (int i = 0; i < 6; ++i) CheckedForward(i);
+  const int v = Favourite();
   ASSERT_FALSE(HasFailure());
-  n()[1].proc->Signal(SIGSTOP);
-  // Forwards until one calls the frozen holder (the planner may prefer N2
-  // for a while; N1's stats age out after 10 s), at most 60 or 40 s.
+  const std::string victim_id = ids()[v - 1];
+  n()[v].proc->Signal(SIGSTOP);
+  // Forwards until one calls the frozen holder, at most 60 or 40 s.
   int timed_out = 0;
   double worst = 0;
   std::string error;
@@ -155,7 +167,7 @@ TEST_F(HolderFaultTest, HolderFrozenThenThawed) {
     const auto t0 = Clock::now();
     Call f = CheckedForward(i);
     worst = std::max(worst, SecondsSince(t0));
-    for (const json& h : CallsTo(f, ids()[0]))
+    for (const json& h : CallsTo(f, victim_id))
       if (h.contains("error")) {
         ++timed_out;
         error = h["error"].get<std::string>();
@@ -166,13 +178,13 @@ TEST_F(HolderFaultTest, HolderFrozenThenThawed) {
   EXPECT_GE(timed_out, 1);
   EXPECT_FALSE(error.empty());
   EXPECT_LE(worst, 12.0);
-  n()[1].proc->Signal(SIGCONT);
+  n()[v].proc->Signal(SIGCONT);
   // Thawed: it answers again and, once its ban (5 s) is over, serves forwards.
-  EXPECT_TRUE(WaitFor([&] { return Healthy(n()[1]); }, seconds(10)));
+  EXPECT_TRUE(WaitFor([&] { return Healthy(n()[v]); }, seconds(10)));
   const auto thawed = Clock::now();
   bool served = WaitFor([&] {
     Call f = CheckedForward(100);
-    for (const json& h : CallsTo(f, ids()[0]))
+    for (const json& h : CallsTo(f, victim_id))
       if (!h.contains("error")) return true;
     return false;
   }, seconds(30));
@@ -182,25 +194,26 @@ TEST_F(HolderFaultTest, HolderFrozenThenThawed) {
 }
 
 TEST_F(HolderFaultTest, SlowHolder) {
-  for (int i = 0; i < 6; ++i) CheckedForward(i);
+  const int v = Favourite();
   ASSERT_FALSE(HasFailure());
-  // N1 stops for 400 ms (under its >= 1 s deadline) while a forward runs:
+  const std::string victim_id = ids()[v - 1];
+  // The favourite stops for 400 ms (under its >= 1 s deadline) while a forward runs:
   // the forward waits for it, nothing fails, nothing is re-planned.
   bool called = false;
   for (int attempt = 0; attempt < 5 && !called && !HasFailure(); ++attempt) {
-    n()[1].proc->Signal(SIGSTOP);
+    n()[v].proc->Signal(SIGSTOP);
     Call f;
     const auto t0 = Clock::now();
     std::thread t([&] { f = Forward(n()[0], 0); });
     std::this_thread::sleep_for(milliseconds(400));  // the injected delay itself
-    n()[1].proc->Signal(SIGCONT);
+    n()[v].proc->Signal(SIGCONT);
     t.join();
     const double s = SecondsSince(t0);
     ASSERT_TRUE(f.ok()) << f.message();
     EXPECT_TRUE(OutputBytes(f.body) == ref().local[0]);
     for (const json& h : f.body["holders"]) EXPECT_FALSE(h.contains("error")) << h.dump();
     EXPECT_EQ(f.body["stages"]["rounds"], 1) << f.body.dump();
-    auto to_n1 = CallsTo(f, ids()[0]);
+    auto to_n1 = CallsTo(f, victim_id);
     if (!to_n1.empty()) {
       called = true;
       std::printf("[fault] slow holder: forward took %.2f s, the slow call %.1f ms, no re-plan\n", s,
@@ -279,29 +292,33 @@ TEST_F(HolderFaultTest, TruncatedExecAnswer) {
 }
 
 TEST_F(HolderFaultTest, HolderKilledMidBatch) {
-  // Forwards back to back from one thread; another SIGKILLs N1 after 5
-  // completed, while the next is in flight.
-  std::atomic<int> done{0};
+  // Forwards back to back from one thread; after 5 completed, another thread
+  // SIGKILLs the holder that served the most of them (the planner's
+  // favourite), while the next forwards run. Runs last: N1 or N2 stays dead.
+  std::atomic<int> done{0}, victim{-1};
   std::atomic<bool> stop{false};
-  Clock::time_point killed_at;
   std::thread killer([&] {
-    if (WaitFor([&] { return done.load() >= 5 || stop.load(); }, seconds(60)) && !stop.load()) {
-      killed_at = Clock::now();
-      n()[1].proc->Signal(SIGKILL);
-    }
+    if (WaitFor([&] { return victim.load() >= 0 || stop.load(); }, seconds(60)) && !stop.load())
+      n()[victim.load()].proc->Signal(SIGKILL);
   });
   std::vector<Call> calls;
   std::vector<double> latency;
+  std::map<std::string, int> served;
   for (int i = 0; i < 30 && !HasFailure(); ++i) {
     const auto t0 = Clock::now();
     calls.push_back(CheckedForward(i));
     latency.push_back(SecondsSince(t0));
+    if (i < 5)
+      for (const json& h : calls.back().body["holders"]) served[h.value("node_id", "")]++;
+    if (i == 4) victim = served[ids()[0]] >= served[ids()[1]] ? 1 : 2;
     done = i + 1;
   }
   stop = true;
   killer.join();
   ASSERT_FALSE(HasFailure());
-  EXPECT_EQ(n()[1].proc->Wait(seconds(5)), -1);
+  ASSERT_GE(victim.load(), 1);
+  const std::string victim_id = ids()[victim.load() - 1];
+  EXPECT_EQ(n()[victim.load()].proc->Wait(seconds(5)), -1);
   // Some forward met the dead holder: its call failed with an error naming
   // the transport failure, the forward re-planned and still answered.
   int failed = 0;
@@ -309,7 +326,7 @@ TEST_F(HolderFaultTest, HolderKilledMidBatch) {
   std::string first_error;
   for (size_t i = 5; i < calls.size(); ++i) {
     worst = std::max(worst, latency[i]);
-    for (const json& h : CallsTo(calls[i], ids()[0]))
+    for (const json& h : CallsTo(calls[i], victim_id))
       if (h.contains("error")) {
         ++failed;
         if (first_error.empty()) first_error = h["error"].get<std::string>();
@@ -321,6 +338,11 @@ TEST_F(HolderFaultTest, HolderKilledMidBatch) {
   EXPECT_GE(failed, 1);
   EXPECT_FALSE(first_error.empty());
   EXPECT_LE(worst, 12.0) << "failover must cost at most one holder deadline";
+  // N0 banned it (its stats count the error).
+  Call p = AdminCall(n()[0], "POST", "/v1/moe/plan-dispatch", json{{"model", kModel}, {"routings", json::array()}});
+  bool banned = false;
+  for (const json& h : p.body["holder_stats"]) banned |= h["node_id"] == victim_id && h["errors"].get<int>() > 0;
+  EXPECT_TRUE(banned) << p.body.dump();
   ExpectStillServing();
 }
 
