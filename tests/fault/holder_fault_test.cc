@@ -83,7 +83,7 @@ class HolderFaultTest : public ::testing::Test {
     for (RunningNode* n : live) {
       EXPECT_EQ(n->proc->Wait(seconds(30)), 0) << n->proc->Log();
       std::printf("[teardown] %s stopped after %.2f s\n", n->dir.c_str(), SecondsSince(t0));
-      if (SecondsSince(t0) > 2) {
+      if (SecondsSince(t0) > 10) {  // a slow clean stop: show why
         const std::string log = n->proc->Log();
         std::printf("%s\n", log.substr(log.size() > 3000 ? log.size() - 3000 : 0).c_str());
       }
@@ -197,7 +197,7 @@ TEST_F(HolderFaultTest, SlowHolder) {
   const int v = Favourite();
   ASSERT_FALSE(HasFailure());
   const std::string victim_id = ids()[v - 1];
-  // The favourite stops for 400 ms (under its >= 1 s deadline) while a forward runs:
+  // The favourite stops for 300 ms (under its >= 1 s deadline) while a forward runs:
   // the forward waits for it, nothing fails, nothing is re-planned.
   bool called = false;
   for (int attempt = 0; attempt < 5 && !called && !HasFailure(); ++attempt) {
@@ -205,7 +205,7 @@ TEST_F(HolderFaultTest, SlowHolder) {
     Call f;
     const auto t0 = Clock::now();
     std::thread t([&] { f = Forward(n()[0], 0); });
-    std::this_thread::sleep_for(milliseconds(400));  // the injected delay itself
+    std::this_thread::sleep_for(milliseconds(300));  // the injected delay itself
     n()[v].proc->Signal(SIGCONT);
     t.join();
     const double s = SecondsSince(t0);
@@ -218,7 +218,7 @@ TEST_F(HolderFaultTest, SlowHolder) {
       called = true;
       std::printf("[fault] slow holder: forward took %.2f s, the slow call %.1f ms, no re-plan\n", s,
                   to_n1[0]["rtt_ms"].get<double>());
-      EXPECT_GE(to_n1[0]["rtt_ms"].get<double>(), 300.0);
+      EXPECT_GE(to_n1[0]["rtt_ms"].get<double>(), 200.0);
     }
   }
   EXPECT_TRUE(called) << "the planner never gave the slow holder work";
