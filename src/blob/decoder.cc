@@ -48,7 +48,7 @@ Result<void> StreamDecoder::Process(ByteSpan bytes) {
                                item_.start_chunk, consumed_);
     if (item_.start_chunk + item_.chunks >= total_chunks_) verified_size_ = size_;
     data_bytes_ += bytes.size();
-    if (sink_) TENZRO_CHECK_OK(sink_(item_.start_chunk * kChunkSize, bytes));
+    if (sink_ && !bytes.empty()) TENZRO_CHECK_OK(sink_(item_.start_chunk * kChunkSize, bytes));
   }
   NextItem();
   return Ok();
