@@ -151,10 +151,19 @@ Result<void> WriteFileAtomic(const std::string& path, ByteSpan data, uint32_t mo
 }
 
 Result<void> MakeDirs(const std::string& path, uint32_t mode) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Error::Io("mkdir {}: {}", path, ec.message());
-  (void)mode;
+  if (path.empty()) return Error::InvalidArgument("mkdir: empty path");
+  // Each missing component is created with `mode` (less the umask); existing
+  // ones are left as they are.
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos < path.size() && path[pos] != '/') continue;
+    const std::string prefix = path.substr(0, pos);
+    if (prefix.empty() || prefix.back() == '/') continue;
+    if (::mkdir(prefix.c_str(), static_cast<mode_t>(mode)) == 0) continue;
+    const int err = errno;
+    struct stat st;
+    if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    return Error::FromErrno(err == EEXIST ? ENOTDIR : err, "mkdir " + prefix);
+  }
   return Ok();
 }
 

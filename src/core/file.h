@@ -70,7 +70,8 @@ inline Result<void> WriteFileAtomic(const std::string& path, std::string_view te
   return WriteFileAtomic(path, ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()), mode);
 }
 
-// mkdir -p; existing directories are fine.
+// mkdir -p: every missing component is created with `mode` (less the
+// umask); existing directories are fine and keep their mode.
 Result<void> MakeDirs(const std::string& path, uint32_t mode = 0755);
 bool PathExists(const std::string& path);
 // fsyncs a directory so a rename inside it is durable.

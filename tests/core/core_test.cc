@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -79,6 +80,26 @@ TEST(AtomicFileWriter, AbortLeavesNothingCommitPublishes) {
   ASSERT_TRUE(m);
   EXPECT_EQ((*m)->size(), 5u);
   EXPECT_EQ(MappedFile::Open(dir.Join("missing")).error().code(), ErrorCode::kNotFound);
+}
+
+TEST(MakeDirs, CreatesMissingComponentsWithTheMode) {
+  testing::TempDir dir;
+  const mode_t old = ::umask(022);
+  const std::string deep = dir.Join("a/b/c");
+  ASSERT_TRUE(MakeDirs(deep, 0700));
+  ::umask(old);
+  for (const std::string p : {dir.Join("a"), dir.Join("a/b"), deep}) {
+    struct stat st;
+    ASSERT_EQ(::stat(p.c_str(), &st), 0) << p;
+    EXPECT_TRUE(S_ISDIR(st.st_mode)) << p;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << p;
+  }
+  EXPECT_TRUE(MakeDirs(deep + "/", 0700));  // existing, trailing slash: fine
+  ASSERT_TRUE(WriteFileAtomic(dir.Join("file"), std::string_view("x")));
+  auto r = MakeDirs(dir.Join("file/sub"));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("file"), std::string::npos) << r.error().message();
+  EXPECT_FALSE(MakeDirs(""));
 }
 
 }  // namespace
