@@ -78,6 +78,9 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const swarm::Identity& id
     gnutls_privkey_deinit(priv);
     return TlsError("gnutls_certificate_set_key", rv);
   }
+  // The credentials copied the pcert struct (they own its contents now); the
+  // container itself is ours (LeakSanitizer: 32 bytes per context).
+  gnutls_free(pcert);
   gnutls_certificate_set_verify_function(ctx->cred_, VerifyPeer);
   const char* err_pos = nullptr;
   if ((rv = gnutls_priority_init2(&ctx->priority_, kPriority, &err_pos, 0)) != 0)
