@@ -17,8 +17,8 @@
 // (demo_model.h): --layers of its MoE layers with --experts routed experts
 // each, Q4_K_M-typed, and random hidden states; the oracle check is then
 // replaced by the bit-exact single-node comparison alone.
-// Every child is killed and the temp directory removed on exit, also on
-// Ctrl-C (SIGINT/SIGTERM).
+// Every child is killed and the temp directory ($TMPDIR or /tmp) removed on
+// exit, also on Ctrl-C (SIGINT/SIGTERM).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -280,8 +281,9 @@ Result<void> Demo::Setup() {
     n_expert_ = a_.experts;
     d_model_ = shape.n_embd;
   }
-  char tmpl[] = "/tmp/tenzro-demo-XXXXXX";
-  if (!::mkdtemp(tmpl)) return Error::FromErrno(errno, "mkdtemp");
+  const char* tmp_env = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp_env && *tmp_env ? tmp_env : "/tmp") + "/tenzro-demo-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) return Error::FromErrno(errno, "mkdtemp " + tmpl);
   work_ = tmpl;
   std::snprintf(g_workdir, sizeof(g_workdir), "%s", work_.c_str());
   ::signal(SIGINT, OnSignal);
