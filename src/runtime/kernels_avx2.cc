@@ -2,15 +2,13 @@
 // when core/cpu.h reports the AVX2 set).
 //
 // Quantized weights: each 32-value sub-block is an int8 x uint8 dot product
-// (_mm256_maddubs_epi16, then _mm256_madd_epi16 with the sub-block's integer
-// weight scale), converted to float and multiplied by the activation block's
-// scale into 8 float lanes (SubBlockTile); the super-block's float scale and
-// min/offset terms are applied once per super-block, and the lanes are summed
-// once per row. No horizontal adds in the inner loop. Register tile: up to 8
-// tokens x 1 row (4 rows for 1 token, 2 rows for 2-3 tokens, for enough
-// independent FMA chains); each sub-block is unpacked once for every token of
-// the tile, and the tile's activations stay in L1 while the rows stream.
-// Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators.
+// (_mm256_maddubs_epi16, then _mm256_madd_epi16 to int32 lanes). The eight
+// sub-block vectors of a 256-value super-block are reduced together
+// (Reduce8: one int32 lane per sub-block), converted to float once and
+// scaled by (weight scale x activation scale) per lane with one FMA.
+// Register tile: one weight row x up to 4 tokens; the row's super-block is
+// unpacked once and used for every token of the tile, and stays in L1 for the
+// next tiles. Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators.
 #include <immintrin.h>
 
 #include <cstring>
@@ -33,6 +31,17 @@ inline float HSum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// Lane j of the result = sum of the 8 int32 lanes of p[j].
+inline __m256i Reduce8(const __m256i* p) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]);
+  const __m256i h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]);
+  const __m256i h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i a = _mm256_hadd_epi32(h01, h23);
+  const __m256i b = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 // ---------------------------------------------------------------- floats
@@ -106,37 +115,18 @@ void FloatRows(const KernelArgs& a, int64_t r0, int64_t r1) {
 
 // ---------------------------------------------------------------- quantized
 
-constexpr int kMaxTile = 8;  // tokens per register tile
-
-// Runs Tile<T, R> over rows [r0, r1): R rows at a time, then the rest one
-// by one. Small token tiles take several rows at once so that enough
-// independent FMA chains are in flight (one token alone is one chain of
-// dependent FMAs per row); each (row, token) still sees the same sequence of
-// operations, so R never changes a result bit.
-template <template <int, int> class Tile, int T, int R>
-void TileRows(const KernelArgs& a, int64_t r0, int64_t r1, int t0) {
-  int64_t r = r0;
-  if constexpr (R > 1)
-    for (; r + R <= r1; r += R) Tile<T, R>::Run(a, r, t0);
-  for (; r < r1; ++r) Tile<T, 1>::Run(a, r, t0);
-}
-
-// Loops over tiles of up to kMaxTile tokens, and within a tile over the rows:
-// the tile's activations (8 x n int8, 24 KiB at n = 3072) stay in L1 while
-// the chunk's weight rows stream past them.
-template <template <int, int> class Tile>
+// Loops over rows and tiles of up to 4 tokens, calling Tile<T>(a, r, t0).
+template <template <int> class Tile>
 void QuantRows(const KernelArgs& a, int64_t r0, int64_t r1) {
-  int t = 0;
-  for (; t + kMaxTile <= a.n_tok; t += kMaxTile) TileRows<Tile, kMaxTile, 1>(a, r0, r1, t);
-  switch (a.n_tok - t) {
-    case 7: TileRows<Tile, 7, 1>(a, r0, r1, t); break;
-    case 6: TileRows<Tile, 6, 1>(a, r0, r1, t); break;
-    case 5: TileRows<Tile, 5, 1>(a, r0, r1, t); break;
-    case 4: TileRows<Tile, 4, 1>(a, r0, r1, t); break;
-    case 3: TileRows<Tile, 3, 2>(a, r0, r1, t); break;
-    case 2: TileRows<Tile, 2, 2>(a, r0, r1, t); break;
-    case 1: TileRows<Tile, 1, 4>(a, r0, r1, t); break;
-    default: break;
+  for (int64_t r = r0; r < r1; ++r) {
+    int t = 0;
+    for (; t + 4 <= a.n_tok; t += 4) Tile<4>::Run(a, r, t);
+    switch (a.n_tok - t) {
+      case 3: Tile<3>::Run(a, r, t); break;
+      case 2: Tile<2>::Run(a, r, t); break;
+      case 1: Tile<1>::Run(a, r, t); break;
+      default: break;
+    }
   }
 }
 
@@ -158,23 +148,6 @@ struct TokenPtrs {
   }
 };
 
-// One 32-value sub-block against every token of the tile:
-//   t[j] += float(sum_pairs(w * x_j) * wsc) * d_j[s]   (8 float lanes)
-// `w` holds unsigned weight values (< 64), `wsc` the int16 sub-block scale(s)
-// per lane. Each token's lanes see one fixed sequence of operations, whatever
-// the tile size, so tiling never changes the result bits. No horizontal adds
-// until the end of the row: lanes are summed once, by HSum.
-template <int T>
-inline void SubBlockTile(__m256i w, __m256i wsc, const TokenPtrs<T>& tp, int64_t off, int64_t blk,
-                         __m256* t) {
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) {
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[j] + off));
-    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), wsc);
-    t[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(tp.d[j] + blk), t[j]);
-  }
-}
-
 // Unpacks the 6-bit scales and mins of a Q4_K / Q5_K block into sc[0..7],
 // m[0..7] (ggml's get_scale_min_k4 for all eight sub-blocks at once).
 inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
@@ -189,76 +162,92 @@ inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
   std::memcpy(out, u, 16);
 }
 
-// Q4_K and Q5_K: y = sum_i d_i * sum_s sc_s * (w . x)_s * dx_s - dmin_i * sum_s m_s * dxs_s,
-// for R rows x T tokens. Sub-block s of super-block i: Unpack(block, s)
-// returns its 32 unsigned values.
-template <int T, int R, typename Block, typename Unpack>
-inline void KQuantMinRows(const KernelArgs& a, int64_t r, int t0, Unpack unpack) {
-  const Block* b[R];
-#pragma GCC unroll 4
-  for (int k = 0; k < R; ++k) b[k] = reinterpret_cast<const Block*>(a.w->data.data() + (r + k) * a.row_bytes);
-  const int64_t nb = a.w->row_len / QK_K;
-  const TokenPtrs<T> tp(*a.q, t0);
-  __m256 acc[R][T];
-#pragma GCC unroll 4
-  for (int k = 0; k < R; ++k)
+// Shared tail of Q4_K / Q5_K: w[8] hold the unsigned sub-block values.
+template <int T>
+inline void KQuantMinTile(const __m256i* w, __m256 scv, __m256 mv, const TokenPtrs<T>& tp, int64_t i,
+                          __m256* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[k][j] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    alignas(16) uint8_t sm[R][16];
-    __m256 t[R][T];
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k) {
-      UnpackScalesK4(b[k][i].scales, sm[k]);
+  for (int j = 0; j < T; ++j) {
+    const int8_t* x = tp.q[j] + i * QK_K;
+    __m256i p[8];
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) t[k][j] = _mm256_setzero_ps();
+    for (int s = 0; s < 8; ++s) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+      p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), ones);
     }
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s)
-#pragma GCC unroll 4
-      for (int k = 0; k < R; ++k)
-        SubBlockTile<T>(unpack(b[k][i], s), _mm256_set1_epi16(sm[k][s]), tp, i * QK_K + 32 * s, 8 * i + s, t[k]);
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k) {
-      const __m256 d = _mm256_set1_ps(F16(b[k][i].d));
-      const __m256 mv = _mm256_mul_ps(
-          _mm256_set1_ps(F16(b[k][i].dmin)),
-          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm[k] + 8)))));
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        acc[k][j] = _mm256_fmadd_ps(t[k][j], d, acc[k][j]);
-        acc[k][j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(tp.dxs[j] + 8 * i), acc[k][j]);
-      }
-    }
+    const __m256 sum = _mm256_cvtepi32_ps(Reduce8(p));
+    const __m256 f = _mm256_mul_ps(scv, _mm256_loadu_ps(tp.d[j] + 8 * i));
+    acc[j] = _mm256_fmadd_ps(sum, f, acc[j]);
+    acc[j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(tp.dxs[j] + 8 * i), acc[j]);
   }
-#pragma GCC unroll 4
-  for (int k = 0; k < R; ++k)
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r + k] = HSum(acc[k][j]);
 }
 
-template <int T, int R>
+template <int T>
 struct Q4_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    KQuantMinRows<T, R, quant::block_q4_K>(a, r, t0, [](const quant::block_q4_K& b, int s) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (s / 2)));
-      const __m256i m4 = _mm256_set1_epi8(0x0F);
-      return (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-    });
+    const auto* b = reinterpret_cast<const quant::block_q4_K*>(a.w->data.data() + r * a.row_bytes);
+    const int64_t nb = a.w->row_len / QK_K;
+    const TokenPtrs<T> tp(*a.q, t0);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      alignas(16) uint8_t sm[16];
+      UnpackScalesK4(b[i].scales, sm);
+      const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
+                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
+      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
+                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
+      __m256i w[8];
+      #pragma GCC unroll 8
+      for (int s = 0; s < 4; ++s) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
+        w[2 * s] = _mm256_and_si256(v, m4);
+        w[2 * s + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      }
+      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
 
-template <int T, int R>
+template <int T>
 struct Q5_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    KQuantMinRows<T, R, quant::block_q5_K>(a, r, t0, [](const quant::block_q5_K& b, int s) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (s / 2)));
-      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
-      const __m256i m4 = _mm256_set1_epi8(0x0F);
-      const __m256i lo = (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-      const __m256i h = _mm256_and_si256(_mm256_srli_epi16(hb, s), _mm256_set1_epi8(1));
-      return _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
-    });
+    const auto* b = reinterpret_cast<const quant::block_q5_K*>(a.w->data.data() + r * a.row_bytes);
+    const int64_t nb = a.w->row_len / QK_K;
+    const TokenPtrs<T> tp(*a.q, t0);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256 acc[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      alignas(16) uint8_t sm[16];
+      UnpackScalesK4(b[i].scales, sm);
+      const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
+                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
+      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
+                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh));
+      __m256i w[8];
+      #pragma GCC unroll 8
+      for (int s = 0; s < 4; ++s) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
+        const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s), one);
+        const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s + 1), one);
+        w[2 * s] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
+        w[2 * s + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
+      }
+      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
 
@@ -273,117 +262,113 @@ alignas(32) const uint8_t kQ6ScaleShuffle[8][32] = {
 #undef TENZRO_Q6_ROW
 };
 
-// Q6_K: y = sum_i d_i * sum_s (sum_16 sc * q . x) * dx_s - 32 * (sum_16 sc * sum x) * dx_s,
-// for R rows x T tokens.
-template <int T, int R>
+template <int T>
 struct Q6_KTile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const quant::block_q6_K* b[R];
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k)
-      b[k] = reinterpret_cast<const quant::block_q6_K*>(a.w->data.data() + (r + k) * a.row_bytes);
+    const auto* b = reinterpret_cast<const quant::block_q6_K*>(a.w->data.data() + r * a.row_bytes);
     const int64_t nb = a.w->row_len / QK_K;
     const TokenPtrs<T> tp(*a.q, t0);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m2 = _mm256_set1_epi8(0x03);
-    __m256 acc[R][T];
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k)
+    __m256 acc[T];
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[k][j] = _mm256_setzero_ps();
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
-      __m256i scb[R];
-      __m256 t[R][T], u[R][T];
-#pragma GCC unroll 4
-      for (int k = 0; k < R; ++k) {
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[k][i].scales));
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        scb[k] = _mm256_broadcastsi128_si256(sc8);
-        // The -32 offset first: lane s of madd(sums16, sc16) is sub-block s's term.
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) {
-          const __m256i off = _mm256_madd_epi16(
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.s16[j] + 16 * i)), sc16);
-          t[k][j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(off, 5)), _mm256_loadu_ps(tp.d[j] + 8 * i));
-          u[k][j] = _mm256_setzero_ps();
-        }
-      }
-#pragma GCC unroll 2
+      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].scales));
+      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+      const __m256i scb = _mm256_broadcastsi128_si256(sc8);
+      __m256i scp[8];
+      #pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s)
+        scp[s] = _mm256_srai_epi16(
+            _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
+      __m256i w[8];
       for (int h = 0; h < 2; ++h) {
-#pragma GCC unroll 4
-        for (int k = 0; k < R; ++k) {
-          const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k][i].ql + 64 * h));
-          const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k][i].ql + 64 * h + 32));
-          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k][i].qh + 32 * h));
-          const __m256i w[4] = {
-              _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
-              _mm256_or_si256(_mm256_and_si256(qb, m4),
-                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
-                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
-                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
-          };
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) {
-            const int s = 4 * h + q;
-            const __m256i scp = _mm256_srai_epi16(
-                _mm256_shuffle_epi8(scb[k], _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))),
-                8);
-            SubBlockTile<T>(w[q], scp, tp, i * QK_K + 32 * s, 8 * i + s, u[k]);
-          }
-        }
+        const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h));
+        const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh + 32 * h));
+        w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+        w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+        w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+        w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
       }
-#pragma GCC unroll 4
-      for (int k = 0; k < R; ++k) {
-        const __m256 d = _mm256_set1_ps(F16(b[k][i].d));
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) acc[k][j] = _mm256_fmadd_ps(_mm256_sub_ps(u[k][j], t[k][j]), d, acc[k][j]);
+      const __m256 d = _mm256_set1_ps(F16(b[i].d));
+      #pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const int8_t* x = tp.q[j] + i * QK_K;
+        __m256i p[8];
+        #pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s) {
+          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+          p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), scp[s]);
+        }
+        // sum sc * (q - 32) * x = sum sc * q * x - 32 * sum sc * (sum of x per 16).
+        const __m256i off = _mm256_madd_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.s16[j] + 16 * i)), sc16);
+        const __m256i isum = _mm256_sub_epi32(Reduce8(p), _mm256_slli_epi32(off, 5));
+        const __m256 f = _mm256_mul_ps(d, _mm256_loadu_ps(tp.d[j] + 8 * i));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), f, acc[j]);
       }
     }
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k)
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r + k] = HSum(acc[k][j]);
+    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
 
-// Q8_0: per 32-value block, float(sum |w| * sign(x, w)) * wd * dx, for R rows
-// x T tokens.
-template <int T, int R>
+// Q8_0: groups of 8 blocks (256 values) reduced like a k-quant super-block;
+// a row's last group may be partial (missing blocks contribute zero).
+template <int T>
 struct Q8_0Tile {
   static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const quant::block_q8_0* b[R];
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k)
-      b[k] = reinterpret_cast<const quant::block_q8_0*>(a.w->data.data() + (r + k) * a.row_bytes);
+    const auto* b = reinterpret_cast<const quant::block_q8_0*>(a.w->data.data() + r * a.row_bytes);
     const int64_t nb = a.w->row_len / 32;
     const TokenPtrs<T> tp(*a.q, t0);
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[R][T];
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k)
+    __m256 acc[T];
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[k][j] = _mm256_setzero_ps();
-    for (int64_t s = 0; s < nb; ++s) {
-#pragma GCC unroll 4
-      for (int k = 0; k < R; ++k) {
-        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k][s].qs));
-        const __m256i wabs = _mm256_sign_epi8(wq, wq);
-        const __m256 wd = _mm256_set1_ps(F16(b[k][s].d));
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) {
-          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[j] + 32 * s));
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, wq)), ones);
-          const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(p), wd);
-          acc[k][j] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(tp.d[j] + s), acc[k][j]);
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < nb; g += 8) {
+      const int cnt = nb - g < 8 ? static_cast<int>(nb - g) : 8;
+      alignas(32) float wd[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      __m256i wabs[8], wq[8];
+      #pragma GCC unroll 8
+      for (int s = 0; s < cnt; ++s) {
+        wd[s] = F16(b[g + s].d);
+        wq[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[g + s].qs));
+        wabs[s] = _mm256_sign_epi8(wq[s], wq[s]);
+      }
+      const __m256 wdv = _mm256_load_ps(wd);
+      #pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const int8_t* x = tp.q[j] + g * 32;
+        __m256i p[8];
+        #pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s) {
+          if (s < cnt) {
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+            p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[s], _mm256_sign_epi8(xv, wq[s])), ones);
+          } else {
+            p[s] = _mm256_setzero_si256();
+          }
         }
+        const float* dx = tp.d[j] + g;
+        __m256 dxv;
+        if (cnt == 8) {
+          dxv = _mm256_loadu_ps(dx);
+        } else {
+          alignas(32) float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          #pragma GCC unroll 8
+          for (int s = 0; s < cnt; ++s) tmp[s] = dx[s];
+          dxv = _mm256_load_ps(tmp);
+        }
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(p)), _mm256_mul_ps(wdv, dxv), acc[j]);
       }
     }
-#pragma GCC unroll 4
-    for (int k = 0; k < R; ++k)
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r + k] = HSum(acc[k][j]);
+    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
   }
 };
 
