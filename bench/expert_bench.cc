@@ -26,7 +26,9 @@
 
 #include "../tests/runtime/test_weights.h"
 #include "core/thread_pool.h"
+#include "runtime/act_quant.h"
 #include "runtime/expert_ffn.h"
+#include "runtime/matmul.h"
 
 namespace {
 
@@ -138,6 +140,42 @@ BENCHMARK(BM_ExpertFfn)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(0.3);
+
+// The pieces of one expert at 64/8/1 tokens, 1 thread: activation
+// quantization (the 3072-wide input) and the gate matrix alone, per type.
+void BM_QuantizeActs(benchmark::State& state) {
+  const int n_tok = static_cast<int>(state.range(0));
+  const auto x = testing::RandomActs(n_tok * kEmbd, 7);
+  QuantizedActs q;
+  for (auto _ : state) {
+    QuantizeActs(x.data(), n_tok, kEmbd, &q);
+    benchmark::DoNotOptimize(q.qs.data());
+  }
+}
+BENCHMARK(BM_QuantizeActs)->ArgName("tok")->Arg(1)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+void BM_GateMatMul(benchmark::State& state) {
+  const int f = static_cast<int>(state.range(0));
+  const int n_tok = static_cast<int>(state.range(1));
+  const ExpertWeights& e = Expert(f);
+  const auto x = testing::RandomActs(n_tok * kEmbd, 7);
+  QuantizedActs q;
+  if (UsesQuantizedActs(e.gate.type)) QuantizeActs(x.data(), n_tok, kEmbd, &q);
+  std::vector<float> y(n_tok * kFf);
+  const MatMulJob job{&e.gate, x.data(), &q, y.data()};
+  for (auto _ : state) {
+    RunMatMuls(BestKernelIsa(), &job, 1, n_tok, nullptr);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(kFormats[f].name);
+  state.counters["GFLOP/s"] = benchmark::Counter(state.iterations() * 2.0 * kEmbd * kFf * n_tok / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_GateMatMul)
+    ->ArgNames({"fmt", "tok"})
+    ->ArgsProduct({{1, 2}, {1, 8, 64}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.2);
 
 }  // namespace
 

@@ -1,3 +1,13 @@
+# tenzro_o0_if_requested(<target>): with TENZRO_O0_IO_AND_TESTS, compiles the
+# target at -O0 (target options come after CMAKE_CXX_FLAGS_<CONFIG>, so this
+# wins over its -O level). Used for I/O, CLI and test code only; the compute
+# and parsing modules keep the build type's optimisation.
+function(tenzro_o0_if_requested target)
+  if(TENZRO_O0_IO_AND_TESTS)
+    target_compile_options(${target} PRIVATE -O0)
+  endif()
+endfunction()
+
 # tenzro_module(<name> [DEPS targets...])
 #
 # Builds src/<name>/*.cc into the static library tenzro_<name>. Files named
@@ -16,6 +26,9 @@ function(tenzro_module name)
       set_source_files_properties(${s} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
     endif()
   endforeach()
+  if(name MATCHES "^(net|quic|node)$")
+    tenzro_o0_if_requested(tenzro_${name})
+  endif()
 endfunction()
 
 # tenzro_test_module(<name> [DEPS targets...])
@@ -34,6 +47,7 @@ function(tenzro_test_module name)
     TENZRO_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
     TENZRO_BIN="$<TARGET_FILE:tenzro>")
   add_dependencies(tenzro_${name}_tests tenzro)
+  tenzro_o0_if_requested(tenzro_${name}_tests)
   gtest_discover_tests(tenzro_${name}_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT 300 LABELS ${name})
 endfunction()

@@ -11,7 +11,10 @@
 // next tiles. Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -136,14 +139,10 @@ template <int T>
 struct TokenPtrs {
   const int8_t* q[T];
   const float* d[T];
-  const float* dxs[T];
-  const int16_t* s16[T];
   TokenPtrs(const QuantizedActs& a, int t0) {
     for (int j = 0; j < T; ++j) {
       q[j] = a.q(t0 + j);
       d[j] = a.scale(t0 + j);
-      dxs[j] = a.scaled_sums(t0 + j);
-      s16[j] = a.sums16(t0 + j);
     }
   }
 };
@@ -162,96 +161,132 @@ inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
   std::memcpy(out, u, 16);
 }
 
-// Shared tail of Q4_K / Q5_K: w[8] hold the unsigned sub-block values.
-template <int T>
-inline void KQuantMinTile(const __m256i* w, __m256 scv, __m256 mv, const TokenPtrs<T>& tp, int64_t i,
-                          __m256* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) {
-    const int8_t* x = tp.q[j] + i * QK_K;
-    __m256i p[8];
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-      p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), ones);
-    }
-    const __m256 sum = _mm256_cvtepi32_ps(Reduce8(p));
-    const __m256 f = _mm256_mul_ps(scv, _mm256_loadu_ps(tp.d[j] + 8 * i));
-    acc[j] = _mm256_fmadd_ps(sum, f, acc[j]);
-    acc[j] = _mm256_fnmadd_ps(mv, _mm256_loadu_ps(tp.dxs[j] + 8 * i), acc[j]);
+// ------------------------------------------------------------ k-quants
+//
+// One arithmetic for Q4_K, Q5_K and Q6_K, whatever the batch (act_quant.h):
+// per row, token and 256-value super-block i the kernels form the exact int32
+//   isum = sum_j sc_j * mul_j * (w_j . q_j)            (w unsigned: 0..15/31/63)
+//        - 32 * sum_16 sc * b16                        (Q6_K: its -32 offset)
+//   imin = sum_16 m * b16                              (Q4_K, Q5_K)
+// and then, in this order, in f32:
+//   acc = fma(float(isum), d_i * base_i, acc);  acc = fma(-float(imin), dmin_i * base_i, acc).
+// Every product and sum is bounded below 2^31 (act_quant.h's bounds x the
+// weight ranges), and int32 wrap-around is exact modulo 2^32 anyway, so any
+// order of the integer work gives the same isum; the f32 steps are the same
+// in both kernel shapes below, so a token's output never depends on the
+// batch it came in.
+//
+// Two shapes:
+//  * Row kernel (batches below kTileMin): one row, up to 4 tokens, each
+//    32-value sub-block one maddubs against the token-major activations and
+//    one madd by sc * mul.
+//  * Tile kernel: 2 rows x 16 tokens (two 8-token tiles, act_quant.h). Each
+//    maddubs multiplies 4 weights (broadcast) by 4 values of 8 tokens; the
+//    int16 products of a sub-block (or part of it: 8/4/2 steps for 4/5/6-bit
+//    weights, the most that cannot overflow) are summed with paddw, and one
+//    madd per sub-block applies sc * mul. About 0.7 cycles per 32 MACs.
+
+// One super-block of one row, unpacked for both kernels.
+struct alignas(32) KBlock {
+  uint8_t w[256];          // unsigned weights in k order
+  int16_t scb[8][16];      // sub-block s's scale(s) broadcast for madd (Q6_K: 8 x sc[2s], 8 x sc[2s+1])
+  int32_t pair[8];         // as int16 pairs: Q6_K (sc[2s], sc[2s+1]); Q4_K / Q5_K (m[s], m[s])
+  float d, dmin;
+};
+
+enum class KKind { kQ4, kQ5, kQ6 };
+
+template <KKind K>
+struct KTraits;
+template <>
+struct KTraits<KKind::kQ4> {
+  using Block = quant::block_q4_K;
+  static constexpr int kSteps = 8;  // 8 * 2*15*127 < 2^15
+  static constexpr bool kMins = true;
+};
+template <>
+struct KTraits<KKind::kQ5> {
+  using Block = quant::block_q5_K;
+  static constexpr int kSteps = 4;  // 4 * 2*31*127 < 2^15
+  static constexpr bool kMins = true;
+};
+template <>
+struct KTraits<KKind::kQ6> {
+  using Block = quant::block_q6_K;
+  static constexpr int kSteps = 2;  // 2 * 2*63*127 < 2^15
+  static constexpr bool kMins = false;
+};
+
+inline int32_t Pair16(int16_t lo, int16_t hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+}
+
+inline void UnpackK4Scales(const uint8_t* scales, KBlock* kb) {
+  alignas(16) uint8_t sm[16];
+  UnpackScalesK4(scales, sm);
+  for (int s = 0; s < 8; ++s) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->scb[s]), _mm256_set1_epi16(sm[s]));
+    kb->pair[s] = Pair16(sm[8 + s], sm[8 + s]);
   }
 }
 
-template <int T>
-struct Q4_KTile {
-  static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q4_K*>(a.w->data.data() + r * a.row_bytes);
-    const int64_t nb = a.w->row_len / QK_K;
-    const TokenPtrs<T> tp(*a.q, t0);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      alignas(16) uint8_t sm[16];
-      UnpackScalesK4(b[i].scales, sm);
-      const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
-                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
-      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
-                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
-      __m256i w[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 4; ++s) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
-        w[2 * s] = _mm256_and_si256(v, m4);
-        w[2 * s + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      }
-      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
+inline void Unpack(const quant::block_q4_K& b, KBlock* kb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g), _mm256_and_si256(v, m4));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
   }
-};
+  UnpackK4Scales(b.scales, kb);
+  kb->d = F16(b.d);
+  kb->dmin = F16(b.dmin);
+}
 
-template <int T>
-struct Q5_KTile {
-  static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q5_K*>(a.w->data.data() + r * a.row_bytes);
-    const int64_t nb = a.w->row_len / QK_K;
-    const TokenPtrs<T> tp(*a.q, t0);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i one = _mm256_set1_epi8(1);
-    __m256 acc[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      alignas(16) uint8_t sm[16];
-      UnpackScalesK4(b[i].scales, sm);
-      const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      const __m256 scv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].d)),
-                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(smv)));
-      const __m256 mv = _mm256_mul_ps(_mm256_set1_ps(F16(b[i].dmin)),
-                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8))));
-      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh));
-      __m256i w[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 4; ++s) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * s));
-        const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s), one);
-        const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s + 1), one);
-        w[2 * s] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
-        w[2 * s + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
-      }
-      KQuantMinTile<T>(w, scv, mv, tp, i, acc);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
+inline void Unpack(const quant::block_q5_K& b, KBlock* kb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
+    const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g),
+                       _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g + 32),
+                       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4)));
   }
-};
+  UnpackK4Scales(b.scales, kb);
+  kb->d = F16(b.d);
+  kb->dmin = F16(b.dmin);
+}
 
-// Shuffle controls that put scale byte 2j (low 128 bits) / 2j+1 (high 128
+inline void Unpack(const quant::block_q6_K& b, KBlock* kb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    __m256i* w = reinterpret_cast<__m256i*>(kb->w + 128 * h);
+    _mm256_store_si256(w + 0, _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)));
+    _mm256_store_si256(w + 1, _mm256_or_si256(_mm256_and_si256(qb, m4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)));
+    _mm256_store_si256(w + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)));
+    _mm256_store_si256(w + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)));
+  }
+  for (int s = 0; s < 8; ++s) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->scb[s]),
+                       _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * s + 1]), _mm_set1_epi16(b.scales[2 * s])));
+    kb->pair[s] = Pair16(b.scales[2 * s], b.scales[2 * s + 1]);
+  }
+  kb->d = F16(b.d);
+  kb->dmin = 0.0f;
+}
+
+// Shuffle controls that put scale byte 2s (low 128 bits) / 2s+1 (high 128
 // bits) into the high byte of every int16 (then >> 8 sign-extends it).
 alignas(32) const uint8_t kQ6ScaleShuffle[8][32] = {
 #define TENZRO_Q6_ROW(a, b)                                                                           \
@@ -262,61 +297,280 @@ alignas(32) const uint8_t kQ6ScaleShuffle[8][32] = {
 #undef TENZRO_Q6_ROW
 };
 
-template <int T>
-struct Q6_KTile {
-  static void Run(const KernelArgs& a, int64_t r, int t0) {
-    const auto* b = reinterpret_cast<const quant::block_q6_K*>(a.w->data.data() + r * a.row_bytes);
-    const int64_t nb = a.w->row_len / QK_K;
-    const TokenPtrs<T> tp(*a.q, t0);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
-    __m256 acc[T];
+// One super-block of one row held in registers for the row kernel: the
+// unsigned weights of the 8 sub-blocks, and per sub-block s the int32 factor
+// applied to its reduced dot product (lane s of fac). Q4_K / Q5_K: dot
+// products with unit weights, fac = sc_s, plus the mins. Q6_K: the dot
+// products already carry the per-16 scales (madd by scp[s]), fac = 1.
+struct KRegs {
+  __m256i w[8];
+  __m256i scp[8];  // Q6_K
+  __m256i fac;     // Q4_K / Q5_K: sc_s
+  __m256i mins;    // Q4_K / Q5_K: m_s
+  __m256i sc16;    // Q6_K: the 16 scales as int16
+  float d, dmin;
+};
+
+inline void LoadRegs(const quant::block_q4_K& b, KRegs* k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    k->w[2 * g] = _mm256_and_si256(v, m4);
+    k->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  }
+  alignas(16) uint8_t sm[16];
+  UnpackScalesK4(b.scales, sm);
+  const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+  k->fac = _mm256_cvtepu8_epi32(smv);
+  k->mins = _mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8));
+  k->d = F16(b.d);
+  k->dmin = F16(b.dmin);
+}
+
+inline void LoadRegs(const quant::block_q5_K& b, KRegs* k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
+    const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one);
+    k->w[2 * g] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
+    k->w[2 * g + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
+  }
+  alignas(16) uint8_t sm[16];
+  UnpackScalesK4(b.scales, sm);
+  const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+  k->fac = _mm256_cvtepu8_epi32(smv);
+  k->mins = _mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8));
+  k->d = F16(b.d);
+  k->dmin = F16(b.dmin);
+}
+
+inline void LoadRegs(const quant::block_q6_K& b, KRegs* k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    k->w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+    k->w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+    k->w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+    k->w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+  }
+  const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  k->sc16 = _mm256_cvtepi8_epi16(sc8);
+  const __m256i scb = _mm256_broadcastsi128_si256(sc8);
+  for (int s = 0; s < 8; ++s)
+    k->scp[s] = _mm256_srai_epi16(
+        _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
+  k->d = F16(b.d);
+  k->dmin = 0.0f;
+}
+
+// Row kernel: one row, T <= 4 tokens. Per token and super-block: 8 maddubs,
+// Reduce8 to one int32 lane per sub-block, x (sc_s * mul_s) per lane, then
+// one horizontal sum for isum and one for imin.
+template <KKind K, int T>
+void KRowTile(const KernelArgs& a, int64_t r, int t0) {
+  using Tr = KTraits<K>;
+  const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + r * a.row_bytes);
+  const int64_t nb = a.w->row_len / QK_K;
+  const int8_t* xq[T];
+  const int16_t* mul[T];
+  const int16_t* b16[T];
+  const float* base[T];
+  for (int j = 0; j < T; ++j) {
+    xq[j] = a.q->q(t0 + j);
+    mul[j] = a.q->muls(t0 + j);
+    b16[j] = a.q->sums16(t0 + j);
+    base[j] = a.q->group_base(t0 + j);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  float acc[T];
+  for (int j = 0; j < T; ++j) acc[j] = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    KRegs k;
+    LoadRegs(b[i], &k);
+#pragma GCC unroll 4
+    for (int j = 0; j < T; ++j) {
+      const int8_t* x = xq[j] + i * QK_K;
+      __m256i p[8];
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].scales));
-      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-      const __m256i scb = _mm256_broadcastsi128_si256(sc8);
-      __m256i scp[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s)
-        scp[s] = _mm256_srai_epi16(
-            _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
-      __m256i w[8];
-      for (int h = 0; h < 2; ++h) {
-        const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h));
-        const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh + 32 * h));
-        w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-        w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-        w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-        w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+      for (int s = 0; s < 8; ++s) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
       }
-      const __m256 d = _mm256_set1_ps(F16(b[i].d));
-      #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const int8_t* x = tp.q[j] + i * QK_K;
-        __m256i p[8];
-        #pragma GCC unroll 8
-        for (int s = 0; s < 8; ++s) {
-          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-          p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), scp[s]);
-        }
-        // sum sc * (q - 32) * x = sum sc * q * x - 32 * sum sc * (sum of x per 16).
-        const __m256i off = _mm256_madd_epi16(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.s16[j] + 16 * i)), sc16);
-        const __m256i isum = _mm256_sub_epi32(Reduce8(p), _mm256_slli_epi32(off, 5));
-        const __m256 f = _mm256_mul_ps(d, _mm256_loadu_ps(tp.d[j] + 8 * i));
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), f, acc[j]);
+      const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul[j] + 8 * i)));
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16[j] + 16 * i));
+      __m256i v1, v2;
+      if constexpr (Tr::kMins) {
+        v1 = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
+        v2 = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
+      } else {
+        v1 = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
+                              _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
+        v2 = _mm256_setzero_si256();
       }
+      // [isum, imin] in lanes 0, 1.
+      const __m256i h = _mm256_hadd_epi32(v1, v2);
+      __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+      t = _mm_hadd_epi32(t, t);
+      const float bs = base[j][i];
+      acc[j] = std::fma(static_cast<float>(_mm_cvtsi128_si32(t)), k.d * bs, acc[j]);
+      if constexpr (Tr::kMins) acc[j] = std::fma(-static_cast<float>(_mm_extract_epi32(t, 1)), k.dmin * bs, acc[j]);
     }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = HSum(acc[j]);
+  }
+  for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = acc[j];
+}
+
+// Pointers into the token tiles v0 .. v0+NV-1.
+template <int NV>
+struct TilePtrs {
+  const int8_t* q[NV];
+  const int16_t* mul[NV];
+  const int16_t* sum[NV];
+  const float* base[NV];
+  TilePtrs(const QuantizedActs& a, int v0) {
+    for (int v = 0; v < NV; ++v) {
+      q[v] = a.tile_q(v0 + v);
+      mul[v] = a.tile_mul(v0 + v);
+      sum[v] = a.tile_sums16(v0 + v);
+      base[v] = a.tile_base(v0 + v);
+    }
   }
 };
+
+// Tile kernel, one super-block i: R (1-2) rows x NV (1-2) 8-token tiles,
+// acc[rr * NV + v] holding the f32 sums of row rr for the tile's 8 tokens.
+template <KKind K, int R, int NV>
+inline void KTileSb(const KBlock* const* kb, const TilePtrs<NV>& tp, int64_t i, __m256* acc) {
+  using Tr = KTraits<K>;
+  __m256i c[R][NV];
+  for (int rr = 0; rr < R; ++rr)
+    for (int v = 0; v < NV; ++v) c[rr][v] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+  for (int s = 0; s < 8; ++s) {
+    __m256i mul[NV];
+    for (int v = 0; v < NV; ++v)
+      mul[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.mul[v] + (8 * i + s) * 16));
+#pragma GCC unroll 8
+    for (int h = 0; h < 8; h += Tr::kSteps) {
+      __m256i acc16[R][NV];
+      for (int rr = 0; rr < R; ++rr)
+        for (int v = 0; v < NV; ++v) acc16[rr][v] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int st = h; st < h + Tr::kSteps; ++st) {
+        __m256i x[NV];
+        for (int v = 0; v < NV; ++v)
+          x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[v] + (64 * i + 8 * s + st) * 32));
+        for (int rr = 0; rr < R; ++rr) {
+          int32_t w4;
+          std::memcpy(&w4, kb[rr]->w + 32 * s + 4 * st, 4);
+          const __m256i bw = _mm256_set1_epi32(w4);
+          for (int v = 0; v < NV; ++v) acc16[rr][v] = _mm256_add_epi16(acc16[rr][v], _mm256_maddubs_epi16(bw, x[v]));
+        }
+        // Keeps GCC from hoisting every step's maddubs ahead of the adds
+        // (it did, and spilled them all); no instruction is emitted.
+        for (int rr = 0; rr < R; ++rr)
+          for (int v = 0; v < NV; ++v) asm("" : "+x"(acc16[rr][v]));
+      }
+      for (int rr = 0; rr < R; ++rr) {
+        // Lane 0 of scb[s] is this part's scale for Q4_K/Q5_K; for Q6_K the
+        // first 4 steps use sc[2s], the last 4 sc[2s+1].
+        const __m256i sc = _mm256_set1_epi16(kb[rr]->scb[s][h < 4 ? 0 : 8]);
+        for (int v = 0; v < NV; ++v)
+          c[rr][v] = _mm256_add_epi32(c[rr][v], _mm256_madd_epi16(acc16[rr][v], _mm256_mullo_epi16(mul[v], sc)));
+      }
+    }
+  }
+  for (int v = 0; v < NV; ++v) {
+    const __m256 base = _mm256_loadu_ps(tp.base[v] + 8 * i);
+    for (int rr = 0; rr < R; ++rr) {
+      __m256i t = _mm256_setzero_si256();  // imin, or the Q6_K offset sum
+      for (int s = 0; s < 8; ++s)
+        t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_set1_epi32(kb[rr]->pair[s]),
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.sum[v] + (8 * i + s) * 16))));
+      __m256& out = acc[rr * NV + v];
+      if constexpr (Tr::kMins) {
+        out = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c[rr][v]), _mm256_mul_ps(_mm256_set1_ps(kb[rr]->d), base), out);
+        out = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(t), _mm256_mul_ps(_mm256_set1_ps(kb[rr]->dmin), base), out);
+      } else {
+        const __m256i isum = _mm256_sub_epi32(c[rr][v], _mm256_slli_epi32(t, 5));
+        out = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm256_set1_ps(kb[rr]->d), base), out);
+      }
+    }
+  }
+}
+
+// Tile kernel driver. Rows go in blocks of kRowBlock (unpacked once, ~55 KB
+// for 3072-wide rows: L2); for each pair of tiles, super-block by super-block,
+// every row pair of the block takes its turn, so a super-block's activations
+// (16 tokens x 256 bytes) stay in L1 while all the block's rows use them.
+constexpr int kRowBlock = 8;
+
+template <KKind K, int NV>
+void KTileBlock(const KernelArgs& a, const KBlock* kbs, int64_t nb, int64_t r, int rows, int v0) {
+  const TilePtrs<NV> tp(*a.q, v0);
+  __m256 acc[kRowBlock * NV];
+  for (auto& x : acc) x = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    int rr = 0;
+    for (; rr + 2 <= rows; rr += 2) {
+      const KBlock* kb[2] = {kbs + rr * nb + i, kbs + (rr + 1) * nb + i};
+      KTileSb<K, 2, NV>(kb, tp, i, acc + rr * NV);
+    }
+    if (rr < rows) {
+      const KBlock* kb[1] = {kbs + rr * nb + i};
+      KTileSb<K, 1, NV>(kb, tp, i, acc + rr * NV);
+    }
+  }
+  for (int rr = 0; rr < rows; ++rr)
+    for (int v = 0; v < NV; ++v) {
+      alignas(32) float out[8];
+      _mm256_store_ps(out, acc[rr * NV + v]);
+      const int t0 = (v0 + v) * kTileTokens;
+      const int cnt = a.n_tok - t0 < kTileTokens ? a.n_tok - t0 : kTileTokens;
+      for (int l = 0; l < cnt; ++l) a.y[(t0 + l) * a.ldy + r + rr] = out[l];
+    }
+}
+
+template <KKind K>
+void KTileRows(const KernelArgs& a, int64_t r0, int64_t r1) {
+  using Tr = KTraits<K>;
+  const int64_t nb = a.w->row_len / QK_K;
+  const int tiles = a.q->n_tiles;
+  std::vector<KBlock> kbs(static_cast<size_t>(kRowBlock * nb));
+  for (int64_t r = r0; r < r1; r += kRowBlock) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRowBlock, r1 - r));
+    for (int rr = 0; rr < rows; ++rr) {
+      const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + (r + rr) * a.row_bytes);
+      for (int64_t i = 0; i < nb; ++i) Unpack(b[i], &kbs[rr * nb + i]);
+    }
+    int v = 0;
+    for (; v + 2 <= tiles; v += 2) KTileBlock<K, 2>(a, kbs.data(), nb, r, rows, v);
+    if (v < tiles) KTileBlock<K, 1>(a, kbs.data(), nb, r, rows, v);
+  }
+}
+
+template <KKind K>
+void KRows(const KernelArgs& a, int64_t r0, int64_t r1) {
+  if (a.q->has_tiles()) return KTileRows<K>(a, r0, r1);
+  for (int64_t r = r0; r < r1; ++r) {
+    int t = 0;
+    for (; t + 4 <= a.n_tok; t += 4) KRowTile<K, 4>(a, r, t);
+    switch (a.n_tok - t) {
+      case 3: KRowTile<K, 3>(a, r, t); break;
+      case 2: KRowTile<K, 2>(a, r, t); break;
+      case 1: KRowTile<K, 1>(a, r, t); break;
+      default: break;
+    }
+  }
+}
 
 // Q8_0: groups of 8 blocks (256 values) reduced like a k-quant super-block;
 // a row's last group may be partial (missing blocks contribute zero).
@@ -380,9 +634,9 @@ RowsKernel GetKernel(quant::GgmlType type) {
     case GgmlType::F16: return FloatRows<2, LoadF16, ScalarF16>;
     case GgmlType::BF16: return FloatRows<2, LoadBf16, ScalarBf16>;
     case GgmlType::Q8_0: return QuantRows<Q8_0Tile>;
-    case GgmlType::Q4_K: return QuantRows<Q4_KTile>;
-    case GgmlType::Q5_K: return QuantRows<Q5_KTile>;
-    case GgmlType::Q6_K: return QuantRows<Q6_KTile>;
+    case GgmlType::Q4_K: return KRows<KKind::kQ4>;
+    case GgmlType::Q5_K: return KRows<KKind::kQ5>;
+    case GgmlType::Q6_K: return KRows<KKind::kQ6>;
     default: return nullptr;
   }
 }

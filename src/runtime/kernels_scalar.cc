@@ -72,13 +72,19 @@ double DotQ8_0(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
   return acc;
 }
 
+// Activation value of block j (32 values) of token t: q * mul_j * base, with
+// mul_j from act_quant.h.
+inline double ActMul(const QuantizedActs& q, int t, int64_t j) { return q.muls(t)[j]; }
+inline double Sum32(const QuantizedActs& q, int t, int64_t j) {
+  return static_cast<double>(q.sums16(t)[2 * j]) + q.sums16(t)[2 * j + 1];
+}
+
 double DotQ4_K(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
   const auto* b = reinterpret_cast<const quant::block_q4_K*>(row);
   double acc = 0;
   for (int64_t i = 0; i < n / quant::QK_K; ++i) {
     const int8_t* x = q.q(t) + i * quant::QK_K;
-    const float* dx = q.scale(t) + 8 * i;
-    const float* dxs = q.scaled_sums(t) + 8 * i;
+    const double base = q.group_base(t)[i];
     const double d = quant::Fp16ToFp32(b[i].d), dmin = quant::Fp16ToFp32(b[i].dmin);
     for (int j = 0; j < 8; ++j) {
       int sc, m;
@@ -86,7 +92,7 @@ double DotQ4_K(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
       const uint8_t* qs = b[i].qs + 32 * (j / 2);
       int isum = 0;
       for (int l = 0; l < 32; ++l) isum += ((j & 1) ? (qs[l] >> 4) : (qs[l] & 0xF)) * x[32 * j + l];
-      acc += d * sc * dx[j] * isum - dmin * m * dxs[j];
+      acc += base * (d * sc * ActMul(q, t, 8 * i + j) * isum - dmin * m * Sum32(q, t, 8 * i + j));
     }
   }
   return acc;
@@ -97,8 +103,7 @@ double DotQ5_K(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
   double acc = 0;
   for (int64_t i = 0; i < n / quant::QK_K; ++i) {
     const int8_t* x = q.q(t) + i * quant::QK_K;
-    const float* dx = q.scale(t) + 8 * i;
-    const float* dxs = q.scaled_sums(t) + 8 * i;
+    const double base = q.group_base(t)[i];
     const double d = quant::Fp16ToFp32(b[i].d), dmin = quant::Fp16ToFp32(b[i].dmin);
     for (int j = 0; j < 8; ++j) {
       int sc, m;
@@ -110,7 +115,7 @@ double DotQ5_K(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
         const int hi = (b[i].qh[l] >> j) & 1;
         isum += (lo | (hi << 4)) * x[32 * j + l];
       }
-      acc += d * sc * dx[j] * isum - dmin * m * dxs[j];
+      acc += base * (d * sc * ActMul(q, t, 8 * i + j) * isum - dmin * m * Sum32(q, t, 8 * i + j));
     }
   }
   return acc;
@@ -121,7 +126,7 @@ double DotQ6_K(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
   double acc = 0;
   for (int64_t i = 0; i < n / quant::QK_K; ++i) {
     const int8_t* x = q.q(t) + i * quant::QK_K;
-    const float* dx = q.scale(t) + 8 * i;
+    const double base = q.group_base(t)[i];
     const double d = quant::Fp16ToFp32(b[i].d);
     for (int j = 0; j < 8; ++j) {  // 32-value sub-block j = 4*half + k
       const int half = j / 4, k = j % 4;
@@ -134,7 +139,7 @@ double DotQ6_K(const uint8_t* row, int64_t n, const QuantizedActs& q, int t) {
         const int sc = b[i].scales[8 * half + 2 * k + l / 16];
         isum += sc * ((lo | (hi << 4)) - 32) * x[32 * j + l];
       }
-      acc += d * dx[j] * isum;
+      acc += base * d * ActMul(q, t, 8 * i + j) * isum;
     }
   }
   return acc;
