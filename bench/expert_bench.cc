@@ -141,8 +141,9 @@ BENCHMARK(BM_ExpertFfn)
     ->UseRealTime()
     ->MinTime(0.3);
 
-// The pieces of one expert at 64/8/1 tokens, 1 thread: activation
-// quantization (the 3072-wide input) and the gate matrix alone, per type.
+// The pieces of one expert at 1/8/64 tokens, 1 thread: activation
+// quantization (the 3072-wide input), and the gate (3072 -> 1024) or down
+// (1024 -> 3072) matrix alone.
 void BM_QuantizeActs(benchmark::State& state) {
   const int n_tok = static_cast<int>(state.range(0));
   const auto x = testing::RandomActs(n_tok * kEmbd, 7);
@@ -154,15 +155,17 @@ void BM_QuantizeActs(benchmark::State& state) {
 }
 BENCHMARK(BM_QuantizeActs)->ArgName("tok")->Arg(1)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
 
-void BM_GateMatMul(benchmark::State& state) {
+void BM_MatMul(benchmark::State& state) {
   const int f = static_cast<int>(state.range(0));
-  const int n_tok = static_cast<int>(state.range(1));
+  const bool down = state.range(1) != 0;
+  const int n_tok = static_cast<int>(state.range(2));
   const ExpertWeights& e = Expert(f);
-  const auto x = testing::RandomActs(n_tok * kEmbd, 7);
+  const WeightMatrix& w = down ? e.down : e.gate;
+  const auto x = testing::RandomActs(n_tok * w.row_len, 7);
   QuantizedActs q;
-  if (UsesQuantizedActs(e.gate.type)) QuantizeActs(x.data(), n_tok, kEmbd, &q);
-  std::vector<float> y(n_tok * kFf);
-  const MatMulJob job{&e.gate, x.data(), &q, y.data()};
+  if (UsesQuantizedActs(w.type)) QuantizeActs(x.data(), n_tok, w.row_len, &q);
+  std::vector<float> y(n_tok * w.rows);
+  const MatMulJob job{&w, x.data(), &q, y.data()};
   for (auto _ : state) {
     RunMatMuls(BestKernelIsa(), &job, 1, n_tok, nullptr);
     benchmark::DoNotOptimize(y.data());
@@ -171,9 +174,9 @@ void BM_GateMatMul(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(state.iterations() * 2.0 * kEmbd * kFf * n_tok / 1e9,
                                                  benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_GateMatMul)
-    ->ArgNames({"fmt", "tok"})
-    ->ArgsProduct({{1, 2}, {1, 8, 64}})
+BENCHMARK(BM_MatMul)
+    ->ArgNames({"fmt", "down", "tok"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1}, {1, 8, 64}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.2);
 

@@ -47,6 +47,26 @@ inline __m256i Reduce8(const __m256i* p) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
+// In-register 8x8 transpose: m[i][j] -> m[j][i].
+inline void Transpose8(__m256* m) {
+  const __m256 t0 = _mm256_unpacklo_ps(m[0], m[1]), t1 = _mm256_unpackhi_ps(m[0], m[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(m[2], m[3]), t3 = _mm256_unpackhi_ps(m[2], m[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(m[4], m[5]), t5 = _mm256_unpackhi_ps(m[4], m[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(m[6], m[7]), t7 = _mm256_unpackhi_ps(m[6], m[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  m[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  m[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  m[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  m[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  m[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  m[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  m[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  m[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
 // ---------------------------------------------------------------- floats
 
 inline __m256 LoadF32(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
@@ -313,6 +333,7 @@ struct KRegs {
 
 inline void LoadRegs(const quant::block_q4_K& b, KRegs* k) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
     k->w[2 * g] = _mm256_and_si256(v, m4);
@@ -331,6 +352,7 @@ inline void LoadRegs(const quant::block_q5_K& b, KRegs* k) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+#pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
     const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
@@ -350,6 +372,7 @@ inline void LoadRegs(const quant::block_q5_K& b, KRegs* k) {
 inline void LoadRegs(const quant::block_q6_K& b, KRegs* k) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m2 = _mm256_set1_epi8(0x03);
+#pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
     const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
@@ -365,6 +388,7 @@ inline void LoadRegs(const quant::block_q6_K& b, KRegs* k) {
   const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
   k->sc16 = _mm256_cvtepi8_epi16(sc8);
   const __m256i scb = _mm256_broadcastsi128_si256(sc8);
+#pragma GCC unroll 8
   for (int s = 0; s < 8; ++s)
     k->scp[s] = _mm256_srai_epi16(
         _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
@@ -372,60 +396,98 @@ inline void LoadRegs(const quant::block_q6_K& b, KRegs* k) {
   k->dmin = 0.0f;
 }
 
-// Row kernel: one row, T <= 4 tokens. Per token and super-block: 8 maddubs,
-// Reduce8 to one int32 lane per sub-block, x (sc_s * mul_s) per lane, then
-// one horizontal sum for isum and one for imin.
-template <KKind K, int T>
-void KRowTile(const KernelArgs& a, int64_t r, int t0) {
+// Row kernel: one row, one token. Per super-block: 8 maddubs, Reduce8 to
+// one int32 lane per sub-block, x (sc_s * mul_s) per lane, then one
+// horizontal sum for isum and imin together.
+template <KKind K>
+float KRowDot(const KernelArgs& a, int64_t r, int t) {
   using Tr = KTraits<K>;
   const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + r * a.row_bytes);
   const int64_t nb = a.w->row_len / QK_K;
-  const int8_t* xq[T];
-  const int16_t* mul[T];
-  const int16_t* b16[T];
-  const float* base[T];
-  for (int j = 0; j < T; ++j) {
-    xq[j] = a.q->q(t0 + j);
-    mul[j] = a.q->muls(t0 + j);
-    b16[j] = a.q->sums16(t0 + j);
-    base[j] = a.q->group_base(t0 + j);
-  }
+  const int8_t* xq = a.q->q(t);
+  const int16_t* mul = a.q->muls(t);
+  const int16_t* b16 = a.q->sums16(t);
+  const float* base = a.q->group_base(t);
   const __m256i ones = _mm256_set1_epi16(1);
-  float acc[T];
-  for (int j = 0; j < T; ++j) acc[j] = 0.0f;
+  float acc = 0.0f;
   for (int64_t i = 0; i < nb; ++i) {
     KRegs k;
     LoadRegs(b[i], &k);
-#pragma GCC unroll 4
-    for (int j = 0; j < T; ++j) {
-      const int8_t* x = xq[j] + i * QK_K;
+    const int8_t* x = xq + i * QK_K;
+    __m256i p[8];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+      p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
+    }
+    const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
+    const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
+    __m256i v1, v2;
+    if constexpr (Tr::kMins) {
+      v1 = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
+      v2 = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
+    } else {
+      v1 = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
+                            _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
+      v2 = _mm256_setzero_si256();
+    }
+    // [isum, imin] in lanes 0, 1.
+    const __m256i h = _mm256_hadd_epi32(v1, v2);
+    __m128i hs = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    hs = _mm_hadd_epi32(hs, hs);
+    const __m128 f = _mm_cvtepi32_ps(hs);
+    acc = std::fma(_mm_cvtss_f32(f), k.d * base[i], acc);
+    if constexpr (Tr::kMins) acc = std::fma(-_mm_cvtss_f32(_mm_movehdup_ps(f)), k.dmin * base[i], acc);
+  }
+  return acc;
+}
+
+// Row kernel, 8 rows x one token: the same per-row integer work as KRowDot,
+// row after row (one sequential weight stream for the prefetcher), each
+// super-block's per-sub-block products kept; then per super-block the 8 rows'
+// [isum] and [imin] gathered into lanes (Reduce8) and the f32 steps done on
+// all 8 lanes at once: the same operations per output as KRowDot, without its
+// serial scalar tail. REQUIRES nb <= kMaxSb (else KRowDot).
+constexpr int64_t kMaxSb = 32;
+
+template <KKind K>
+void KRow8(const KernelArgs& a, int64_t r, int t) {
+  using Tr = KTraits<K>;
+  const int64_t nb = a.w->row_len / QK_K;
+  const int8_t* xq = a.q->q(t);
+  const int16_t* mul = a.q->muls(t);
+  const int16_t* b16 = a.q->sums16(t);
+  const float* base = a.q->group_base(t);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i v1[kMaxSb][8], v2[kMaxSb][8];
+  alignas(32) float dd[kMaxSb][8], dm[kMaxSb][8];
+  for (int rr = 0; rr < 8; ++rr) {
+    const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + (r + rr) * a.row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      KRegs k;
+      LoadRegs(b[i], &k);
+      const int8_t* x = xq + i * QK_K;
       __m256i p[8];
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
+        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), ones);
       }
-      const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul[j] + 8 * i)));
-      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16[j] + 16 * i));
-      __m256i v1, v2;
-      if constexpr (Tr::kMins) {
-        v1 = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
-        v2 = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
-      } else {
-        v1 = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
-                              _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
-        v2 = _mm256_setzero_si256();
-      }
-      // [isum, imin] in lanes 0, 1.
-      const __m256i h = _mm256_hadd_epi32(v1, v2);
-      __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-      t = _mm_hadd_epi32(t, t);
-      const float bs = base[j][i];
-      acc[j] = std::fma(static_cast<float>(_mm_cvtsi128_si32(t)), k.d * bs, acc[j]);
-      if constexpr (Tr::kMins) acc[j] = std::fma(-static_cast<float>(_mm_extract_epi32(t, 1)), k.dmin * bs, acc[j]);
+      const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
+      const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i)), ones);
+      v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
+      v2[i][rr] = _mm256_mullo_epi32(b32, k.mins);
+      dd[i][rr] = k.d;
+      dm[i][rr] = k.dmin;
     }
   }
-  for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = acc[j];
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256 bs = _mm256_set1_ps(base[i]);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(v1[i])), _mm256_mul_ps(_mm256_load_ps(dd[i]), bs), acc);
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(Reduce8(v2[i])), _mm256_mul_ps(_mm256_load_ps(dm[i]), bs), acc);
+  }
+  _mm256_storeu_ps(a.y + t * a.ldy + r, acc);
 }
 
 // Pointers into the token tiles v0 .. v0+NV-1.
@@ -529,14 +591,23 @@ void KTileBlock(const KernelArgs& a, const KBlock* kbs, int64_t nb, int64_t r, i
       KTileSb<K, 1, NV>(kb, tp, i, acc + rr * NV);
     }
   }
-  for (int rr = 0; rr < rows; ++rr)
-    for (int v = 0; v < NV; ++v) {
-      alignas(32) float out[8];
-      _mm256_store_ps(out, acc[rr * NV + v]);
-      const int t0 = (v0 + v) * kTileTokens;
-      const int cnt = a.n_tok - t0 < kTileTokens ? a.n_tok - t0 : kTileTokens;
-      for (int l = 0; l < cnt; ++l) a.y[(t0 + l) * a.ldy + r + rr] = out[l];
+  for (int v = 0; v < NV; ++v) {
+    const int t0 = (v0 + v) * kTileTokens;
+    const int cnt = a.n_tok - t0 < kTileTokens ? a.n_tok - t0 : kTileTokens;
+    if (rows == kRowBlock) {
+      // 8 rows x 8 tokens -> 8 tokens x 8 rows: contiguous stores per token.
+      __m256 m[8];
+      for (int rr = 0; rr < 8; ++rr) m[rr] = acc[rr * NV + v];
+      Transpose8(m);
+      for (int l = 0; l < cnt; ++l) _mm256_storeu_ps(a.y + (t0 + l) * a.ldy + r, m[l]);
+    } else {
+      for (int rr = 0; rr < rows; ++rr) {
+        alignas(32) float out[8];
+        _mm256_store_ps(out, acc[rr * NV + v]);
+        for (int l = 0; l < cnt; ++l) a.y[(t0 + l) * a.ldy + r + rr] = out[l];
+      }
     }
+  }
 }
 
 template <KKind K>
@@ -560,14 +631,16 @@ void KTileRows(const KernelArgs& a, int64_t r0, int64_t r1) {
 template <KKind K>
 void KRows(const KernelArgs& a, int64_t r0, int64_t r1) {
   if (a.q->has_tiles()) return KTileRows<K>(a, r0, r1);
-  for (int64_t r = r0; r < r1; ++r) {
-    int t = 0;
-    for (; t + 4 <= a.n_tok; t += 4) KRowTile<K, 4>(a, r, t);
-    switch (a.n_tok - t) {
-      case 3: KRowTile<K, 3>(a, r, t); break;
-      case 2: KRowTile<K, 2>(a, r, t); break;
-      case 1: KRowTile<K, 1>(a, r, t); break;
-      default: break;
+  // Few tokens: token by token over blocks of 16 rows (~30 KB, in L2 for the
+  // next token).
+  for (int64_t rb = r0; rb < r1; rb += 16) {
+    const int64_t re = std::min(r1, rb + 16);
+    for (int t = 0; t < a.n_tok; ++t) {
+      int64_t r = rb;
+      if constexpr (KTraits<K>::kMins)  // Q4_K / Q5_K; Q6_K stays on KRowDot (measured faster)
+        if (a.w->row_len / QK_K <= kMaxSb)
+          for (; r + 8 <= re; r += 8) KRow8<K>(a, r, t);
+      for (; r < re; ++r) a.y[t * a.ldy + r] = KRowDot<K>(a, r, t);
     }
   }
 }
