@@ -197,14 +197,17 @@ inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
 // batch it came in.
 //
 // Two shapes:
-//  * Row kernel (batches below kTileMin): one row, up to 4 tokens, each
-//    32-value sub-block one maddubs against the token-major activations and
-//    one madd by sc * mul.
-//  * Tile kernel: 2 rows x 16 tokens (two 8-token tiles, act_quant.h). Each
+//  * Row kernels (batches below kTileMin, i.e. decode): token by token; each
+//    32-value sub-block is one maddubs against the token-major activations,
+//    Reduce8 gives one int32 per sub-block, x (sc * mul) per lane. KRow8 does
+//    8 rows at once (the f32 steps on 8 lanes), KRowDot one row.
+//  * Tile kernel: one row x 16 tokens (two 8-token tiles, act_quant.h). Each
 //    maddubs multiplies 4 weights (broadcast) by 4 values of 8 tokens; the
 //    int16 products of a sub-block (or part of it: 8/4/2 steps for 4/5/6-bit
 //    weights, the most that cannot overflow) are summed with paddw, and one
-//    madd per sub-block applies sc * mul. About 0.7 cycles per 32 MACs.
+//    madd per sub-block applies sc * mul. Measured ~1.5 cycles per 32 MACs
+//    with everything around it (the bare loop: 0.8); 2 rows per step or 32
+//    tokens measured slower (register spills).
 
 // One super-block of one row, unpacked for both kernels.
 struct alignas(32) KBlock {
@@ -507,7 +510,8 @@ struct TilePtrs {
   }
 };
 
-// Tile kernel, one super-block i: R (1-2) rows x NV (1-2) 8-token tiles,
+// Tile kernel, one super-block i: R rows x NV (1-2) 8-token tiles (the driver
+// uses R = 1),
 // acc[rr * NV + v] holding the f32 sums of row rr for the tile's 8 tokens.
 template <KKind K, int R, int NV>
 inline void KTileSb(const KBlock* const* kb, const TilePtrs<NV>& tp, int64_t i, __m256* acc) {
@@ -571,7 +575,7 @@ inline void KTileSb(const KBlock* const* kb, const TilePtrs<NV>& tp, int64_t i, 
 
 // Tile kernel driver. Rows go in blocks of kRowBlock (unpacked once, ~55 KB
 // for 3072-wide rows: L2); for each pair of tiles, super-block by super-block,
-// every row pair of the block takes its turn, so a super-block's activations
+// every row of the block takes its turn, so a super-block's activations
 // (16 tokens x 256 bytes) stay in L1 while all the block's rows use them.
 constexpr int kRowBlock = 8;
 
@@ -581,12 +585,7 @@ void KTileBlock(const KernelArgs& a, const KBlock* kbs, int64_t nb, int64_t r, i
   __m256 acc[kRowBlock * NV];
   for (auto& x : acc) x = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    int rr = 0;
-    for (; rr + 2 <= rows; rr += 2) {
-      const KBlock* kb[2] = {kbs + rr * nb + i, kbs + (rr + 1) * nb + i};
-      KTileSb<K, 2, NV>(kb, tp, i, acc + rr * NV);
-    }
-    if (rr < rows) {
+    for (int rr = 0; rr < rows; ++rr) {
       const KBlock* kb[1] = {kbs + rr * nb + i};
       KTileSb<K, 1, NV>(kb, tp, i, acc + rr * NV);
     }
