@@ -474,12 +474,17 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), ones);
+        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
       }
       const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
-      const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i)), ones);
-      v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
-      v2[i][rr] = _mm256_mullo_epi32(b32, k.mins);
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
+      if constexpr (Tr::kMins) {
+        v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
+        v2[i][rr] = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
+      } else {
+        v1[i][rr] = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
+                                     _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
+      }
       dd[i][rr] = k.d;
       dm[i][rr] = k.dmin;
     }
@@ -488,7 +493,8 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
   for (int64_t i = 0; i < nb; ++i) {
     const __m256 bs = _mm256_set1_ps(base[i]);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(v1[i])), _mm256_mul_ps(_mm256_load_ps(dd[i]), bs), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(Reduce8(v2[i])), _mm256_mul_ps(_mm256_load_ps(dm[i]), bs), acc);
+    if constexpr (Tr::kMins)
+      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(Reduce8(v2[i])), _mm256_mul_ps(_mm256_load_ps(dm[i]), bs), acc);
   }
   _mm256_storeu_ps(a.y + t * a.ldy + r, acc);
 }
@@ -636,8 +642,7 @@ void KRows(const KernelArgs& a, int64_t r0, int64_t r1) {
     const int64_t re = std::min(r1, rb + 16);
     for (int t = 0; t < a.n_tok; ++t) {
       int64_t r = rb;
-      if constexpr (KTraits<K>::kMins)  // Q4_K / Q5_K; Q6_K stays on KRowDot (measured faster)
-        if (a.w->row_len / QK_K <= kMaxSb)
+      if (a.w->row_len / QK_K <= kMaxSb)
           for (; r + 8 <= re; r += 8) KRow8<K>(a, r, t);
       for (; r < re; ++r) a.y[t * a.ldy + r] = KRowDot<K>(a, r, t);
     }
