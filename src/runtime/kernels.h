@@ -39,7 +39,10 @@ using RowsKernel = void (*)(const KernelArgs& a, int64_t r0, int64_t r1);
 bool UsesQuantizedActs(quant::GgmlType type);
 
 namespace scalar { RowsKernel GetKernel(quant::GgmlType type); }
-namespace avx2 { RowsKernel GetKernel(quant::GgmlType type); }
+namespace avx2 {
+RowsKernel GetKernel(quant::GgmlType type);
+RowsKernel GetKQuantKernel(quant::GgmlType type);  // kquant_avx2.cc; GetKernel defers to it
+}  // namespace avx2
 namespace avx512 { RowsKernel GetKernel(quant::GgmlType type); }
 
 }  // namespace tenzro::runtime

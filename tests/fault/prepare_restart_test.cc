@@ -16,10 +16,13 @@ json Job(const RunningNode& n, const std::string& id) {
   return c.ok() ? c.body : json();
 }
 
-// Stray files in a blob dir that are not temp files of an interrupted
-// writer (those are allowed after a SIGKILL: ignored, never under a blob's
-// name, deleted by Open once stale). A .data under a hash name that does
-// not verify, or an orphan outboard, is a problem.
+// Stray files in a blob dir that are not leftovers of an interrupted writer.
+// Leftovers are allowed after a SIGKILL: temp and staging files, and an
+// outboard whose .data is missing (the store commits the outboard, then
+// renames the data into place; a kill in between leaves the outboard alone).
+// None is ever visible as a blob (List, Has and Get go by the .data name),
+// and Open deletes them once stale. A .data under a hash name that does not
+// verify is a problem.
 std::string PartialBlobs(const std::string& blob_dir) {
   std::string problems;
   for (const std::string& p : {StoreProblems(blob_dir)}) {
@@ -28,7 +31,14 @@ std::string PartialBlobs(const std::string& blob_dir) {
       size_t end = p.find("; ", start);
       if (end == std::string::npos) end = p.size();
       const std::string item = p.substr(start, end - start);
-      if (item.find(".tmp.") == std::string::npos && item.find("staging-") == std::string::npos)
+      const std::string prefix = "stray file: ";
+      bool orphan_outboard = false;
+      if (item.rfind(prefix, 0) == 0 && item.size() > prefix.size() + 6 &&
+          item.compare(item.size() - 6, 6, ".obao4") == 0) {
+        const std::string hex = item.substr(prefix.size(), item.size() - prefix.size() - 6);
+        orphan_outboard = !std::filesystem::exists(blob_dir + "/" + hex + ".data");
+      }
+      if (item.find(".tmp.") == std::string::npos && item.find("staging-") == std::string::npos && !orphan_outboard)
         problems += item + "; ";
       start = end + 2;
     }

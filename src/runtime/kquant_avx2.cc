@@ -1,0 +1,513 @@
+// AVX2 kernels for the k-quants (Q4_K, Q5_K, Q6_K): the decode row kernels
+// and the token-tile batch kernel. Compiled with -mavx2 -mfma -mf16c; called
+// only when core/cpu.h reports the AVX2 set. docs/compute.md explains the
+// arithmetic; kernels.h the contract.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "quant/blocks.h"
+#include "runtime/kernels.h"
+#include "runtime/simd_avx2.h"
+
+namespace tenzro::runtime::avx2 {
+namespace {
+
+using quant::GgmlType;
+using quant::QK_K;
+
+// Unpacks the 6-bit scales and mins of a Q4_K / Q5_K block into sc[0..7],
+// m[0..7] (ggml's get_scale_min_k4 for all eight sub-blocks at once).
+inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
+  uint32_t u[4];
+  std::memcpy(u, scales, 12);
+  const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+  u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+  const uint32_t uaux = u[1] & kmask1;
+  u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+  u[2] = uaux;
+  u[0] &= kmask1;
+  std::memcpy(out, u, 16);
+}
+
+// ------------------------------------------------------------ k-quants
+//
+// One arithmetic for Q4_K, Q5_K and Q6_K, whatever the batch (act_quant.h):
+// per row, token and 256-value super-block i the kernels form the exact int32
+//   isum = sum_j sc_j * mul_j * (w_j . q_j)            (w unsigned: 0..15/31/63)
+//        - 32 * sum_16 sc * b16                        (Q6_K: its -32 offset)
+//   imin = sum_16 m * b16                              (Q4_K, Q5_K)
+// and then, in this order, in f32:
+//   acc = fma(float(isum), d_i * base_i, acc);  acc = fma(-float(imin), dmin_i * base_i, acc).
+// Every product and sum is bounded below 2^31 (act_quant.h's bounds x the
+// weight ranges), and int32 wrap-around is exact modulo 2^32 anyway, so any
+// order of the integer work gives the same isum; the f32 steps are the same
+// in both kernel shapes below, so a token's output never depends on the
+// batch it came in.
+//
+// Two shapes:
+//  * Row kernels (batches below kTileMin, i.e. decode): token by token; each
+//    32-value sub-block is one maddubs against the token-major activations,
+//    Reduce8 gives one int32 per sub-block, x (sc * mul) per lane. KRow8 does
+//    8 rows at once (the f32 steps on 8 lanes), KRowDot one row.
+//  * Tile kernel: one row x 16 tokens (two 8-token tiles, act_quant.h). Each
+//    maddubs multiplies 4 weights (broadcast) by 4 values of 8 tokens; the
+//    int16 products of a sub-block (or part of it: 8/4/2 steps for 4/5/6-bit
+//    weights, the most that cannot overflow) are summed with paddw, and one
+//    madd per sub-block applies sc * mul. Measured ~1.5 cycles per 32 MACs
+//    with everything around it (the bare loop: 0.8); 2 rows per step or 32
+//    tokens measured slower (register spills).
+
+// One super-block of one row, unpacked for both kernels.
+struct alignas(32) KBlock {
+  uint8_t w[256];          // unsigned weights in k order
+  int16_t scb[8][16];      // sub-block s's scale(s) broadcast for madd (Q6_K: 8 x sc[2s], 8 x sc[2s+1])
+  int32_t pair[8];         // as int16 pairs: Q6_K (sc[2s], sc[2s+1]); Q4_K / Q5_K (m[s], m[s])
+  float d, dmin;
+};
+
+enum class KKind { kQ4, kQ5, kQ6 };
+
+template <KKind K>
+struct KTraits;
+template <>
+struct KTraits<KKind::kQ4> {
+  using Block = quant::block_q4_K;
+  static constexpr int kSteps = 8;  // 8 * 2*15*127 < 2^15
+  static constexpr bool kMins = true;
+};
+template <>
+struct KTraits<KKind::kQ5> {
+  using Block = quant::block_q5_K;
+  static constexpr int kSteps = 4;  // 4 * 2*31*127 < 2^15
+  static constexpr bool kMins = true;
+};
+template <>
+struct KTraits<KKind::kQ6> {
+  using Block = quant::block_q6_K;
+  static constexpr int kSteps = 2;  // 2 * 2*63*127 < 2^15
+  static constexpr bool kMins = false;
+};
+
+inline int32_t Pair16(int16_t lo, int16_t hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+}
+
+inline void UnpackK4Scales(const uint8_t* scales, KBlock* kb) {
+  alignas(16) uint8_t sm[16];
+  UnpackScalesK4(scales, sm);
+  for (int s = 0; s < 8; ++s) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->scb[s]), _mm256_set1_epi16(sm[s]));
+    kb->pair[s] = Pair16(sm[8 + s], sm[8 + s]);
+  }
+}
+
+inline void Unpack(const quant::block_q4_K& b, KBlock* kb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g), _mm256_and_si256(v, m4));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+  }
+  UnpackK4Scales(b.scales, kb);
+  kb->d = F16(b.d);
+  kb->dmin = F16(b.dmin);
+}
+
+inline void Unpack(const quant::block_q5_K& b, KBlock* kb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
+    const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g),
+                       _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g + 32),
+                       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4)));
+  }
+  UnpackK4Scales(b.scales, kb);
+  kb->d = F16(b.d);
+  kb->dmin = F16(b.dmin);
+}
+
+inline void Unpack(const quant::block_q6_K& b, KBlock* kb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    __m256i* w = reinterpret_cast<__m256i*>(kb->w + 128 * h);
+    _mm256_store_si256(w + 0, _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)));
+    _mm256_store_si256(w + 1, _mm256_or_si256(_mm256_and_si256(qb, m4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)));
+    _mm256_store_si256(w + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)));
+    _mm256_store_si256(w + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)));
+  }
+  for (int s = 0; s < 8; ++s) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->scb[s]),
+                       _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * s + 1]), _mm_set1_epi16(b.scales[2 * s])));
+    kb->pair[s] = Pair16(b.scales[2 * s], b.scales[2 * s + 1]);
+  }
+  kb->d = F16(b.d);
+  kb->dmin = 0.0f;
+}
+
+// Shuffle controls that put scale byte 2s (low 128 bits) / 2s+1 (high 128
+// bits) into the high byte of every int16 (then >> 8 sign-extends it).
+alignas(32) const uint8_t kQ6ScaleShuffle[8][32] = {
+#define TENZRO_Q6_ROW(a, b)                                                                           \
+  {0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a,                            \
+   0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b}
+    TENZRO_Q6_ROW(0, 1),  TENZRO_Q6_ROW(2, 3),   TENZRO_Q6_ROW(4, 5),   TENZRO_Q6_ROW(6, 7),
+    TENZRO_Q6_ROW(8, 9),  TENZRO_Q6_ROW(10, 11), TENZRO_Q6_ROW(12, 13), TENZRO_Q6_ROW(14, 15),
+#undef TENZRO_Q6_ROW
+};
+
+// One super-block of one row held in registers for the row kernel: the
+// unsigned weights of the 8 sub-blocks, and per sub-block s the int32 factor
+// applied to its reduced dot product (lane s of fac). Q4_K / Q5_K: dot
+// products with unit weights, fac = sc_s, plus the mins. Q6_K: the dot
+// products already carry the per-16 scales (madd by scp[s]), fac = 1.
+struct KRegs {
+  __m256i w[8];
+  __m256i scp[8];  // Q6_K
+  __m256i fac;     // Q4_K / Q5_K: sc_s
+  __m256i mins;    // Q4_K / Q5_K: m_s
+  __m256i sc16;    // Q6_K: the 16 scales as int16
+  float d, dmin;
+};
+
+inline void LoadRegs(const quant::block_q4_K& b, KRegs* k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    k->w[2 * g] = _mm256_and_si256(v, m4);
+    k->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  }
+  alignas(16) uint8_t sm[16];
+  UnpackScalesK4(b.scales, sm);
+  const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+  k->fac = _mm256_cvtepu8_epi32(smv);
+  k->mins = _mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8));
+  k->d = F16(b.d);
+  k->dmin = F16(b.dmin);
+}
+
+inline void LoadRegs(const quant::block_q5_K& b, KRegs* k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
+    const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
+    const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one);
+    k->w[2 * g] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
+    k->w[2 * g + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
+  }
+  alignas(16) uint8_t sm[16];
+  UnpackScalesK4(b.scales, sm);
+  const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+  k->fac = _mm256_cvtepu8_epi32(smv);
+  k->mins = _mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8));
+  k->d = F16(b.d);
+  k->dmin = F16(b.dmin);
+}
+
+inline void LoadRegs(const quant::block_q6_K& b, KRegs* k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    k->w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+    k->w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+    k->w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+    k->w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+  }
+  const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  k->sc16 = _mm256_cvtepi8_epi16(sc8);
+  const __m256i scb = _mm256_broadcastsi128_si256(sc8);
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s)
+    k->scp[s] = _mm256_srai_epi16(
+        _mm256_shuffle_epi8(scb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6ScaleShuffle[s]))), 8);
+  k->d = F16(b.d);
+  k->dmin = 0.0f;
+}
+
+// Row kernel: one row, one token. Per super-block: 8 maddubs, Reduce8 to
+// one int32 lane per sub-block, x (sc_s * mul_s) per lane, then one
+// horizontal sum for isum and imin together.
+template <KKind K>
+float KRowDot(const KernelArgs& a, int64_t r, int t) {
+  using Tr = KTraits<K>;
+  const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + r * a.row_bytes);
+  const int64_t nb = a.w->row_len / QK_K;
+  const int8_t* xq = a.q->q(t);
+  const int16_t* mul = a.q->muls(t);
+  const int16_t* b16 = a.q->sums16(t);
+  const float* base = a.q->group_base(t);
+  const __m256i ones = _mm256_set1_epi16(1);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    KRegs k;
+    LoadRegs(b[i], &k);
+    const int8_t* x = xq + i * QK_K;
+    __m256i p[8];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+      p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
+    }
+    const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
+    const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
+    __m256i v1, v2;
+    if constexpr (Tr::kMins) {
+      v1 = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
+      v2 = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
+    } else {
+      v1 = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
+                            _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
+      v2 = _mm256_setzero_si256();
+    }
+    // [isum, imin] in lanes 0, 1.
+    const __m256i h = _mm256_hadd_epi32(v1, v2);
+    __m128i hs = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    hs = _mm_hadd_epi32(hs, hs);
+    const __m128 f = _mm_cvtepi32_ps(hs);
+    acc = std::fma(_mm_cvtss_f32(f), k.d * base[i], acc);
+    if constexpr (Tr::kMins) acc = std::fma(-_mm_cvtss_f32(_mm_movehdup_ps(f)), k.dmin * base[i], acc);
+  }
+  return acc;
+}
+
+// Row kernel, 8 rows x one token: the same per-row integer work as KRowDot,
+// row after row (one sequential weight stream for the prefetcher), each
+// super-block's per-sub-block products kept; then per super-block the 8 rows'
+// [isum] and [imin] gathered into lanes (Reduce8) and the f32 steps done on
+// all 8 lanes at once: the same operations per output as KRowDot, without its
+// serial scalar tail. REQUIRES nb <= kMaxSb (else KRowDot).
+constexpr int64_t kMaxSb = 32;
+
+template <KKind K>
+void KRow8(const KernelArgs& a, int64_t r, int t) {
+  using Tr = KTraits<K>;
+  const int64_t nb = a.w->row_len / QK_K;
+  const int8_t* xq = a.q->q(t);
+  const int16_t* mul = a.q->muls(t);
+  const int16_t* b16 = a.q->sums16(t);
+  const float* base = a.q->group_base(t);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i v1[kMaxSb][8], v2[kMaxSb][8];
+  alignas(32) float dd[kMaxSb][8], dm[kMaxSb][8];
+  for (int rr = 0; rr < 8; ++rr) {
+    const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + (r + rr) * a.row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      KRegs k;
+      LoadRegs(b[i], &k);
+      const int8_t* x = xq + i * QK_K;
+      __m256i p[8];
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
+      }
+      const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
+      if constexpr (Tr::kMins) {
+        v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
+        v2[i][rr] = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
+      } else {
+        v1[i][rr] = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
+                                     _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
+      }
+      dd[i][rr] = k.d;
+      dm[i][rr] = k.dmin;
+    }
+  }
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256 bs = _mm256_set1_ps(base[i]);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(v1[i])), _mm256_mul_ps(_mm256_load_ps(dd[i]), bs), acc);
+    if constexpr (Tr::kMins)
+      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(Reduce8(v2[i])), _mm256_mul_ps(_mm256_load_ps(dm[i]), bs), acc);
+  }
+  _mm256_storeu_ps(a.y + t * a.ldy + r, acc);
+}
+
+// Pointers into the token tiles v0 .. v0+NV-1.
+template <int NV>
+struct TilePtrs {
+  const int8_t* q[NV];
+  const int16_t* mul[NV];
+  const int16_t* sum[NV];
+  const float* base[NV];
+  TilePtrs(const QuantizedActs& a, int v0) {
+    for (int v = 0; v < NV; ++v) {
+      q[v] = a.tile_q(v0 + v);
+      mul[v] = a.tile_mul(v0 + v);
+      sum[v] = a.tile_sums16(v0 + v);
+      base[v] = a.tile_base(v0 + v);
+    }
+  }
+};
+
+// Tile kernel, one super-block i: R rows x NV (1-2) 8-token tiles (the driver
+// uses R = 1),
+// acc[rr * NV + v] holding the f32 sums of row rr for the tile's 8 tokens.
+template <KKind K, int R, int NV>
+inline void KTileSb(const KBlock* const* kb, const TilePtrs<NV>& tp, int64_t i, __m256* acc) {
+  using Tr = KTraits<K>;
+  __m256i c[R][NV];
+  for (int rr = 0; rr < R; ++rr)
+    for (int v = 0; v < NV; ++v) c[rr][v] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+  for (int s = 0; s < 8; ++s) {
+    __m256i mul[NV];
+    for (int v = 0; v < NV; ++v)
+      mul[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.mul[v] + (8 * i + s) * 16));
+#pragma GCC unroll 8
+    for (int h = 0; h < 8; h += Tr::kSteps) {
+      __m256i acc16[R][NV];
+      for (int rr = 0; rr < R; ++rr)
+        for (int v = 0; v < NV; ++v) acc16[rr][v] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int st = h; st < h + Tr::kSteps; ++st) {
+        __m256i x[NV];
+        for (int v = 0; v < NV; ++v)
+          x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[v] + (64 * i + 8 * s + st) * 32));
+        for (int rr = 0; rr < R; ++rr) {
+          int32_t w4;
+          std::memcpy(&w4, kb[rr]->w + 32 * s + 4 * st, 4);
+          const __m256i bw = _mm256_set1_epi32(w4);
+          for (int v = 0; v < NV; ++v) acc16[rr][v] = _mm256_add_epi16(acc16[rr][v], _mm256_maddubs_epi16(bw, x[v]));
+        }
+        // Keeps GCC from hoisting every step's maddubs ahead of the adds
+        // (it did, and spilled them all); no instruction is emitted.
+        for (int rr = 0; rr < R; ++rr)
+          for (int v = 0; v < NV; ++v) asm("" : "+x"(acc16[rr][v]));
+      }
+      for (int rr = 0; rr < R; ++rr) {
+        // Lane 0 of scb[s] is this part's scale for Q4_K/Q5_K; for Q6_K the
+        // first 4 steps use sc[2s], the last 4 sc[2s+1].
+        const __m256i sc = _mm256_set1_epi16(kb[rr]->scb[s][h < 4 ? 0 : 8]);
+        for (int v = 0; v < NV; ++v)
+          c[rr][v] = _mm256_add_epi32(c[rr][v], _mm256_madd_epi16(acc16[rr][v], _mm256_mullo_epi16(mul[v], sc)));
+      }
+    }
+  }
+  for (int v = 0; v < NV; ++v) {
+    const __m256 base = _mm256_loadu_ps(tp.base[v] + 8 * i);
+    for (int rr = 0; rr < R; ++rr) {
+      __m256i t = _mm256_setzero_si256();  // imin, or the Q6_K offset sum
+      for (int s = 0; s < 8; ++s)
+        t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_set1_epi32(kb[rr]->pair[s]),
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.sum[v] + (8 * i + s) * 16))));
+      __m256& out = acc[rr * NV + v];
+      if constexpr (Tr::kMins) {
+        out = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c[rr][v]), _mm256_mul_ps(_mm256_set1_ps(kb[rr]->d), base), out);
+        out = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(t), _mm256_mul_ps(_mm256_set1_ps(kb[rr]->dmin), base), out);
+      } else {
+        const __m256i isum = _mm256_sub_epi32(c[rr][v], _mm256_slli_epi32(t, 5));
+        out = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm256_set1_ps(kb[rr]->d), base), out);
+      }
+    }
+  }
+}
+
+// Tile kernel driver. Rows go in blocks of kRowBlock (unpacked once, ~55 KB
+// for 3072-wide rows: L2); for each pair of tiles, super-block by super-block,
+// every row of the block takes its turn, so a super-block's activations
+// (16 tokens x 256 bytes) stay in L1 while all the block's rows use them.
+constexpr int kRowBlock = 8;
+
+template <KKind K, int NV>
+void KTileBlock(const KernelArgs& a, const KBlock* kbs, int64_t nb, int64_t r, int rows, int v0) {
+  const TilePtrs<NV> tp(*a.q, v0);
+  __m256 acc[kRowBlock * NV];
+  for (auto& x : acc) x = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    for (int rr = 0; rr < rows; ++rr) {
+      const KBlock* kb[1] = {kbs + rr * nb + i};
+      KTileSb<K, 1, NV>(kb, tp, i, acc + rr * NV);
+    }
+  }
+  for (int v = 0; v < NV; ++v) {
+    const int t0 = (v0 + v) * kTileTokens;
+    const int cnt = a.n_tok - t0 < kTileTokens ? a.n_tok - t0 : kTileTokens;
+    if (rows == kRowBlock) {
+      // 8 rows x 8 tokens -> 8 tokens x 8 rows: contiguous stores per token.
+      __m256 m[8];
+      for (int rr = 0; rr < 8; ++rr) m[rr] = acc[rr * NV + v];
+      Transpose8(m);
+      for (int l = 0; l < cnt; ++l) _mm256_storeu_ps(a.y + (t0 + l) * a.ldy + r, m[l]);
+    } else {
+      for (int rr = 0; rr < rows; ++rr) {
+        alignas(32) float out[8];
+        _mm256_store_ps(out, acc[rr * NV + v]);
+        for (int l = 0; l < cnt; ++l) a.y[(t0 + l) * a.ldy + r + rr] = out[l];
+      }
+    }
+  }
+}
+
+template <KKind K>
+void KTileRows(const KernelArgs& a, int64_t r0, int64_t r1) {
+  using Tr = KTraits<K>;
+  const int64_t nb = a.w->row_len / QK_K;
+  const int tiles = a.q->n_tiles;
+  std::vector<KBlock> kbs(static_cast<size_t>(kRowBlock * nb));
+  for (int64_t r = r0; r < r1; r += kRowBlock) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRowBlock, r1 - r));
+    for (int rr = 0; rr < rows; ++rr) {
+      const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + (r + rr) * a.row_bytes);
+      for (int64_t i = 0; i < nb; ++i) Unpack(b[i], &kbs[rr * nb + i]);
+    }
+    int v = 0;
+    for (; v + 2 <= tiles; v += 2) KTileBlock<K, 2>(a, kbs.data(), nb, r, rows, v);
+    if (v < tiles) KTileBlock<K, 1>(a, kbs.data(), nb, r, rows, v);
+  }
+}
+
+template <KKind K>
+void KRows(const KernelArgs& a, int64_t r0, int64_t r1) {
+  if (a.q->has_tiles()) return KTileRows<K>(a, r0, r1);
+  // Few tokens: token by token over blocks of 16 rows (~30 KB, in L2 for the
+  // next token).
+  for (int64_t rb = r0; rb < r1; rb += 16) {
+    const int64_t re = std::min(r1, rb + 16);
+    for (int t = 0; t < a.n_tok; ++t) {
+      int64_t r = rb;
+      if (a.w->row_len / QK_K <= kMaxSb)
+          for (; r + 8 <= re; r += 8) KRow8<K>(a, r, t);
+      for (; r < re; ++r) a.y[t * a.ldy + r] = KRowDot<K>(a, r, t);
+    }
+  }
+}
+
+}  // namespace
+
+RowsKernel GetKQuantKernel(quant::GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K: return KRows<KKind::kQ4>;
+    case GgmlType::Q5_K: return KRows<KKind::kQ5>;
+    case GgmlType::Q6_K: return KRows<KKind::kQ6>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace tenzro::runtime::avx2
