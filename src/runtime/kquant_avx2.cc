@@ -312,8 +312,15 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
   const int16_t* b16 = a.q->sums16(t);
   const float* base = a.q->group_base(t);
   const __m256i ones = _mm256_set1_epi16(1);
+  // Token-only factors, once for all 8 rows.
+  __m256i mul32[kMaxSb], b32[kMaxSb], b16v[kMaxSb];
+  for (int64_t i = 0; i < nb; ++i) {
+    mul32[i] = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
+    b16v[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
+    b32[i] = _mm256_madd_epi16(b16v[i], ones);
+  }
   __m256i v1[kMaxSb][8], v2[kMaxSb][8];
-  alignas(32) float dd[kMaxSb][8], dm[kMaxSb][8];
+  alignas(16) uint16_t dd[kMaxSb][8], dm[kMaxSb][8];  // raw f16, converted 8 at a time
   for (int rr = 0; rr < 8; ++rr) {
     const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + (r + rr) * a.row_bytes);
     for (int64_t i = 0; i < nb; ++i) {
@@ -326,25 +333,26 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
         p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
       }
-      const __m256i mul32 = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
-      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
       if constexpr (Tr::kMins) {
-        v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32));
-        v2[i][rr] = _mm256_mullo_epi32(_mm256_madd_epi16(sums, ones), k.mins);
+        v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32[i]));
+        v2[i][rr] = _mm256_mullo_epi32(b32[i], k.mins);
+        dm[i][rr] = b[i].dmin;
       } else {
-        v1[i][rr] = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32),
-                                     _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, sums), 5));
+        v1[i][rr] = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32[i]),
+                                     _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, b16v[i]), 5));
       }
-      dd[i][rr] = k.d;
-      dm[i][rr] = k.dmin;
+      dd[i][rr] = b[i].d;
     }
   }
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const __m256 bs = _mm256_set1_ps(base[i]);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(v1[i])), _mm256_mul_ps(_mm256_load_ps(dd[i]), bs), acc);
-    if constexpr (Tr::kMins)
-      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(Reduce8(v2[i])), _mm256_mul_ps(_mm256_load_ps(dm[i]), bs), acc);
+    const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dd[i])));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(v1[i])), _mm256_mul_ps(d, bs), acc);
+    if constexpr (Tr::kMins) {
+      const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dm[i])));
+      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(Reduce8(v2[i])), _mm256_mul_ps(dmin, bs), acc);
+    }
   }
   _mm256_storeu_ps(a.y + t * a.ldy + r, acc);
 }
