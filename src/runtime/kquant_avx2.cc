@@ -313,11 +313,14 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
   const float* base = a.q->group_base(t);
   const __m256i ones = _mm256_set1_epi16(1);
   // Token-only factors, once for all 8 rows.
-  __m256i mul32[kMaxSb], b32[kMaxSb], b16v[kMaxSb];
+  __m256i mul32[kMaxSb], b32[kMaxSb], b16v[kMaxSb], mula[kMaxSb], mulb[kMaxSb];
   for (int64_t i = 0; i < nb; ++i) {
     mul32[i] = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mul + 8 * i)));
     b16v[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b16 + 16 * i));
     b32[i] = _mm256_madd_epi16(b16v[i], ones);
+    // Q6_K: the multipliers in the lane order of the half-sub-block sums below.
+    mula[i] = _mm256_permutevar8x32_epi32(mul32[i], _mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3));
+    mulb[i] = _mm256_permutevar8x32_epi32(mul32[i], _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7));
   }
   __m256i v1[kMaxSb][8], v2[kMaxSb][8];
   alignas(16) uint16_t dd[kMaxSb][8], dm[kMaxSb][8];  // raw f16, converted 8 at a time
@@ -331,15 +334,26 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
-        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), Tr::kMins ? ones : k.scp[s]);
+        p[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.w[s], xv), ones);
       }
       if constexpr (Tr::kMins) {
         v1[i][rr] = _mm256_mullo_epi32(Reduce8(p), _mm256_mullo_epi32(k.fac, mul32[i]));
         v2[i][rr] = _mm256_mullo_epi32(b32[i], k.mins);
         dm[i][rr] = b[i].dmin;
       } else {
-        v1[i][rr] = _mm256_sub_epi32(_mm256_mullo_epi32(Reduce8(p), mul32[i]),
-                                     _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, b16v[i]), 5));
+        // Sums over each 16 values: A = [f0 f1 f2 f3 | g0 g1 g2 g3] (f_s, g_s:
+        // the two halves of sub-block s, scales 2s and 2s+1), B likewise for
+        // sub-blocks 4..7; times (scale x multiplier) per lane.
+        const __m256i a4 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        const __m256i b4 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+        const __m256i even_odd = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+        const __m256i sa = _mm256_permutevar8x32_epi32(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].scales))), even_odd);
+        const __m256i sb = _mm256_permutevar8x32_epi32(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].scales + 8))), even_odd);
+        const __m256i q = _mm256_add_epi32(_mm256_mullo_epi32(a4, _mm256_mullo_epi32(sa, mula[i])),
+                                           _mm256_mullo_epi32(b4, _mm256_mullo_epi32(sb, mulb[i])));
+        v1[i][rr] = _mm256_sub_epi32(q, _mm256_slli_epi32(_mm256_madd_epi16(k.sc16, b16v[i]), 5));
       }
       dd[i][rr] = b[i].d;
     }
