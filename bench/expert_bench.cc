@@ -9,7 +9,9 @@
 // 0.7); batch 64 is compute-bound (watch GFLOP/s and thread scaling).
 // Times are wall-clock (UseRealTime): run it on an otherwise idle machine.
 //
-// ggml CPU backend, same machine, one expert of this shape (docs/compute.md):
+// ggml CPU backend, same machine, one expert of this shape: run
+// bench/ggml_ref/ggml_expert_ref.c back to back with this (the host drifts);
+// docs/compute.md has the table. The older reference:
 //   Q4_K gate/up/down: 1 tok 0.43 ms (2 thr 0.27), 8 tok 3.2 ms, 64 tok 37.7 ms (2 thr 18.3)
 //   Q6_K down:         1 tok 0.64 ms (2 thr 0.38), 8 tok 5.1 ms, 64 tok 25.4 ms (2 thr 13.5)
 #include <benchmark/benchmark.h>
