@@ -59,7 +59,7 @@ inline void UnpackScalesK4(const uint8_t* scales, uint8_t out[16]) {
 //    with everything around it (the bare loop: 0.8); 2 rows per step or 32
 //    tokens measured slower (register spills).
 
-// One super-block of one row, unpacked for both kernels.
+// One super-block of one row, unpacked to bytes for the tile kernel.
 struct alignas(32) KBlock {
   uint8_t w[256];          // unsigned weights in k order
   int16_t scb[8][16];      // sub-block s's scale(s) broadcast for madd (Q6_K: 8 x sc[2s], 8 x sc[2s+1])
