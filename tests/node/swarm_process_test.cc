@@ -157,20 +157,31 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
     d.seq = UINT64_MAX / 4;
     d.timestamp_ms = swarm::UnixMillis();
     for (int e = 0; e < 8; ++e) d.experts.push_back({1, e, "f32", "f32", "f32", "", swarm::Tier::kWarm, 1e6});
-    ASSERT_TRUE((*stranger)->Put(key, 0xF00D1, swarm::SealEnvelope(swarm::kDeclarationDomain,
-                                                                  swarm::DeclarationToJson(d).dump(), mallory)));
+    const std::string forged =
+        swarm::SealEnvelope(swarm::kDeclarationDomain, swarm::DeclarationToJson(d).dump(), mallory);
+    ASSERT_TRUE((*stranger)->Put(key, 0xF00D1, forged));
     std::string tampered;
     for (const auto& v : genuine)
       if (v.find(ids[0]) != std::string::npos) tampered = v;
     ASSERT_FALSE(tampered.empty());
-    const std::string replay = tampered;
     size_t pos = tampered.find("\\\"layer\\\":");
     ASSERT_NE(pos, std::string::npos);
     tampered[pos + 10] = tampered[pos + 10] == '0' ? '1' : '0';
     ASSERT_TRUE((*stranger)->Put(key, 0xF00D2, tampered));
-    // B re-publishes every 0.5 s; the replay must still be inside its TTL
-    // (3 s) when read, or it is merely "expired".
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    // The replay: a fresh genuine record of B, put back 0.7 s later, once B
+    // has published a newer one (every 0.5 s). Captured fresh so that it is
+    // still inside its TTL (3 s) when the nodes read it, even on a slow
+    // (sanitizer, -O0) build; past its TTL it would merely count as "expired".
+    auto b_record = [&]() -> std::string {
+      auto vals = (*stranger)->Get(key);
+      if (!vals) return "";
+      for (const auto& v : *vals)
+        if (v.find(ids[0]) != std::string::npos && v != forged && v != tampered) return v;
+      return "";
+    };
+    std::string replay;
+    ASSERT_TRUE(WaitFor([&] { replay = b_record(); return !replay.empty(); }, std::chrono::seconds(5)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // B has published a newer record
     ASSERT_TRUE((*stranger)->Put(key, 0xF00D3, replay));
   }
   for (const RunningNode* n : {&a, &h[2]}) {
