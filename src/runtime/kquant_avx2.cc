@@ -104,52 +104,70 @@ inline void UnpackK4Scales(const uint8_t* scales, KBlock* kb) {
   }
 }
 
-inline void Unpack(const quant::block_q4_K& b, KBlock* kb) {
+// The 8 sub-blocks' unsigned weights in k order (Q4_K 0..15, Q5_K 0..31,
+// Q6_K 0..63), one 32-byte vector each; shared by both kernel shapes.
+inline void UnpackWeights(const quant::block_q4_K& b, __m256i* w) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g), _mm256_and_si256(v, m4));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    w[2 * g] = _mm256_and_si256(v, m4);
+    w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   }
-  UnpackK4Scales(b.scales, kb);
-  kb->d = F16(b.d);
-  kb->dmin = F16(b.dmin);
 }
 
-inline void Unpack(const quant::block_q5_K& b, KBlock* kb) {
+inline void UnpackWeights(const quant::block_q5_K& b, __m256i* w) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+#pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
     const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
     const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g),
-                       _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 64 * g + 32),
-                       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4)));
+    w[2 * g] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
+    w[2 * g + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
   }
-  UnpackK4Scales(b.scales, kb);
-  kb->d = F16(b.d);
-  kb->dmin = F16(b.dmin);
 }
 
-inline void Unpack(const quant::block_q6_K& b, KBlock* kb) {
+inline void UnpackWeights(const quant::block_q6_K& b, __m256i* w) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m2 = _mm256_set1_epi8(0x03);
+#pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
     const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-    __m256i* w = reinterpret_cast<__m256i*>(kb->w + 128 * h);
-    _mm256_store_si256(w + 0, _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)));
-    _mm256_store_si256(w + 1, _mm256_or_si256(_mm256_and_si256(qb, m4),
-                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)));
-    _mm256_store_si256(w + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
-                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)));
-    _mm256_store_si256(w + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
-                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)));
+    w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+    w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+    w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+    w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
   }
+}
+
+template <typename Block>
+inline void StoreWeights(const Block& b, KBlock* kb) {
+  __m256i w[8];
+  UnpackWeights(b, w);
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 32 * s), w[s]);
+}
+
+template <typename Block>  // Q4_K, Q5_K
+inline void UnpackK4(const Block& b, KBlock* kb) {
+  StoreWeights(b, kb);
+  UnpackK4Scales(b.scales, kb);
+  kb->d = F16(b.d);
+  kb->dmin = F16(b.dmin);
+}
+inline void Unpack(const quant::block_q4_K& b, KBlock* kb) { UnpackK4(b, kb); }
+inline void Unpack(const quant::block_q5_K& b, KBlock* kb) { UnpackK4(b, kb); }
+
+inline void Unpack(const quant::block_q6_K& b, KBlock* kb) {
+  StoreWeights(b, kb);
   for (int s = 0; s < 8; ++s) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(kb->scb[s]),
                        _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * s + 1]), _mm_set1_epi16(b.scales[2 * s])));
@@ -184,14 +202,10 @@ struct KRegs {
   float d, dmin;
 };
 
-inline void LoadRegs(const quant::block_q4_K& b, KRegs* k) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
-    k->w[2 * g] = _mm256_and_si256(v, m4);
-    k->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-  }
+// Q4_K / Q5_K: per-sub-block scale and min as int32 lanes, and d, dmin.
+template <typename Block>
+inline void LoadK4Regs(const Block& b, KRegs* k) {
+  UnpackWeights(b, k->w);
   alignas(16) uint8_t sm[16];
   UnpackScalesK4(b.scales, sm);
   const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
@@ -200,44 +214,11 @@ inline void LoadRegs(const quant::block_q4_K& b, KRegs* k) {
   k->d = F16(b.d);
   k->dmin = F16(b.dmin);
 }
-
-inline void LoadRegs(const quant::block_q5_K& b, KRegs* k) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i one = _mm256_set1_epi8(1);
-  const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * g));
-    const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one);
-    const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one);
-    k->w[2 * g] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
-    k->w[2 * g + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
-  }
-  alignas(16) uint8_t sm[16];
-  UnpackScalesK4(b.scales, sm);
-  const __m128i smv = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-  k->fac = _mm256_cvtepu8_epi32(smv);
-  k->mins = _mm256_cvtepu8_epi32(_mm_srli_si128(smv, 8));
-  k->d = F16(b.d);
-  k->dmin = F16(b.dmin);
-}
+inline void LoadRegs(const quant::block_q4_K& b, KRegs* k) { LoadK4Regs(b, k); }
+inline void LoadRegs(const quant::block_q5_K& b, KRegs* k) { LoadK4Regs(b, k); }
 
 inline void LoadRegs(const quant::block_q6_K& b, KRegs* k) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m2 = _mm256_set1_epi8(0x03);
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-    const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-    k->w[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-    k->w[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qb, m4),
-                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-    k->w[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4),
-                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-    k->w[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
-                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
-  }
+  UnpackWeights(b, k->w);
   const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
   k->sc16 = _mm256_cvtepi8_epi16(sc8);
   const __m256i scb = _mm256_broadcastsi128_si256(sc8);
