@@ -48,6 +48,7 @@ struct Call {
   ExecRequest req;
   std::chrono::milliseconds timeout{0};
   Result<ExecResponse> resp = Error::Internal("not run");
+  Clock::time_point sent{};
   double rtt_ms = 0;
 };
 
@@ -95,7 +96,7 @@ void RunCalls(std::vector<Call>& calls, const std::function<Executor*(Transport)
     Executor* ex = executor_for(c.batch.transport);
     const bool remote = c.batch.transport != Transport::kLocal;  // the planner never weighs this node
     if (remote) stats.Begin(c.batch.node_id, c.batch.rows);
-    const auto t0 = Clock::now();
+    const auto t0 = c.sent = Clock::now();
     c.resp = ex ? ex->Exec(target, c.req, c.timeout)
                 : Result<ExecResponse>(Error::Unsupported("no {} executor", TransportName(c.batch.transport)));
     if (c.resp) {
@@ -122,6 +123,7 @@ json CallToJson(const HolderCall& c) {
             {"endpoint", c.target.endpoint},
             {"experts", c.experts},
             {"rows", c.rows},
+            {"sent_ms", c.sent_ms},
             {"rtt_ms", c.rtt_ms},
             {"compute_ms", c.compute_ms},
             {"network_ms", std::max(0.0, c.rtt_ms - c.compute_ms)},
@@ -144,6 +146,7 @@ struct Dispatcher::SpotState {
   std::vector<float>& ys;  // rows by routing slot
   ForwardReport& report;
   std::map<int, Error>& failed;  // out: experts whose rows are lost (holder lied, no recomputation)
+  Clock::time_point start;       // of the forward, for HolderCall::sent_ms
 };
 
 std::string_view OnMissingName(OnMissing m) { return m == OnMissing::kFail ? "fail" : "renormalize"; }
@@ -337,6 +340,7 @@ Result<ForwardReport> Dispatcher::Forward(const ForwardInput& in, const ForwardO
       hc.target = {c.batch.node_id, c.batch.transport, c.batch.endpoint};
       hc.experts = static_cast<int>(c.req.experts.size());
       hc.rows = c.batch.rows;
+      hc.sent_ms = std::chrono::duration<double, std::milli>(c.sent - t_start).count();
       hc.rtt_ms = c.rtt_ms;
       auto fail_all = [&](const Error& err) {
         hc.error = err;
@@ -377,7 +381,7 @@ Result<ForwardReport> Dispatcher::Forward(const ForwardInput& in, const ForwardO
   }
   if (opt.spot_check.fraction > 0 && !answered.empty() && (missing.empty() || opt.on_missing != OnMissing::kFail)) {
     std::map<int, Error> lost;
-    SpotState st{in, opt, by_expert, live, excluded_items, answered, ys, report, lost};
+    SpotState st{in, opt, by_expert, live, excluded_items, answered, ys, report, lost, t_start};
     SpotCheck(st);
     for (auto& [e, err] : lost) {
       pending.insert(e);
@@ -492,6 +496,7 @@ void Dispatcher::SpotCheck(SpotState& s) {
       hc.target = {c.batch.node_id, c.batch.transport, c.batch.endpoint};
       hc.experts = static_cast<int>(c.req.experts.size());
       hc.rows = c.batch.rows;
+      hc.sent_ms = std::chrono::duration<double, std::milli>(c.sent - s.start).count();
       hc.rtt_ms = c.rtt_ms;
       if (!c.resp) {
         hc.error = c.resp.error();

@@ -90,6 +90,7 @@ struct HolderCall {
   HolderTarget target;
   int experts = 0;
   uint64_t rows = 0;
+  double sent_ms = 0;     // when it left, from the start of the forward
   double rtt_ms = 0;      // whole call, as seen here
   double compute_ms = 0;  // as the holder reports it
   std::optional<Error> error;  // call failed (holder banned) or whole-request error
@@ -127,7 +128,7 @@ struct ForwardReport {
 };
 
 // {"plan_ms", "exec_ms", "combine_ms", "total_ms", "rounds", "max_holder_compute_ms",
-//  "holders": [{"round", "node_id", "transport", "endpoint", "experts", "rows", "rtt_ms",
+//  "holders": [{"round", "node_id", "transport", "endpoint", "experts", "rows", "sent_ms", "rtt_ms",
 //  "compute_ms", "network_ms", "error"?, "failed_experts"}], "dropped": [{"layer",
 //  "expert", "token_indices", "reason"}], "tokens_without_experts": [...]}
 nlohmann::json ReportToJson(const ForwardReport& r);
