@@ -165,7 +165,7 @@ void BM_MatMul(benchmark::State& state) {
   const WeightMatrix& w = down ? e.down : e.gate;
   const auto x = testing::RandomActs(n_tok * w.row_len, 7);
   QuantizedActs q;
-  if (UsesQuantizedActs(w.type)) QuantizeActs(x.data(), n_tok, w.row_len, &q);
+  if (UsesQuantizedActs(w.type)) QuantizeActs(x.data(), n_tok, w.row_len, &q, UsesTokenTiles(w.type));
   std::vector<float> y(n_tok * w.rows);
   const MatMulJob job{&w, x.data(), &q, y.data()};
   for (auto _ : state) {

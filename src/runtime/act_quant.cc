@@ -43,7 +43,7 @@ BlockOps PickOps() {
 
 }  // namespace
 
-void QuantizeActs(const float* x, int n_tok, int64_t n, QuantizedActs* out) {
+void QuantizeActs(const float* x, int n_tok, int64_t n, QuantizedActs* out, bool tiles) {
   static const BlockOps ops = PickOps();
   const int64_t nb = n / kActBlock;
   const int64_t ng = (n + kActGroup - 1) / kActGroup;
@@ -88,19 +88,19 @@ void QuantizeActs(const float* x, int n_tok, int64_t n, QuantizedActs* out) {
   }
 
   out->n_tiles = 0;
-  if (n_tok < kTileMin || n % kActGroup != 0) {
+  if (!tiles || n_tok < kTileMin || n % kActGroup != 0) {
     out->tq.clear();
     out->tmul.clear();
     out->tb16.clear();
     out->tbase.clear();
     return;
   }
-  const int tiles = (n_tok + kTileTokens - 1) / kTileTokens;
-  out->n_tiles = tiles;
-  out->tq.assign(static_cast<size_t>(tiles) * n * kTileTokens, 0);
-  out->tmul.assign(static_cast<size_t>(tiles) * nb * 16, 0);
-  out->tb16.assign(static_cast<size_t>(tiles) * nb * 16, 0);
-  out->tbase.assign(static_cast<size_t>(tiles) * ng * kTileTokens, 0.0f);
+  const int n_tiles = (n_tok + kTileTokens - 1) / kTileTokens;
+  out->n_tiles = n_tiles;
+  out->tq.assign(static_cast<size_t>(n_tiles) * n * kTileTokens, 0);
+  out->tmul.assign(static_cast<size_t>(n_tiles) * nb * 16, 0);
+  out->tb16.assign(static_cast<size_t>(n_tiles) * nb * 16, 0);
+  out->tbase.assign(static_cast<size_t>(n_tiles) * ng * kTileTokens, 0.0f);
   for (int t = 0; t < n_tok; ++t) {
     const int tile = t / kTileTokens, lane = t % kTileTokens;
     const int8_t* qt = out->q(t);

@@ -70,7 +70,9 @@ struct QuantizedActs {
 };
 
 // Quantizes n_tok rows of n floats (token-major). REQUIRES: n % 32 == 0.
-// NaN quantizes to 0.
-void QuantizeActs(const float* x, int n_tok, int64_t n, QuantizedActs* out);
+// NaN quantizes to 0. `tiles`: also build the token tiles when the shape
+// allows (n_tok >= kTileMin, n % 256 == 0); only the k-quant kernels read
+// them (UsesTokenTiles), so callers for Q8_0 alone pass false.
+void QuantizeActs(const float* x, int n_tok, int64_t n, QuantizedActs* out, bool tiles = true);
 
 }  // namespace tenzro::runtime

@@ -17,7 +17,8 @@ Result<void> ExpertFfnIsa(KernelIsa isa, const ExpertWeights& w, const float* x,
   const int64_t n_ff = w.n_ff();
 
   QuantizedActs qx;
-  if (UsesQuantizedActs(w.gate.type) || UsesQuantizedActs(w.up.type)) QuantizeActs(x, n_tok, w.n_embd(), &qx);
+  if (UsesQuantizedActs(w.gate.type) || UsesQuantizedActs(w.up.type))
+    QuantizeActs(x, n_tok, w.n_embd(), &qx, UsesTokenTiles(w.gate.type) || UsesTokenTiles(w.up.type));
   std::vector<float> g(static_cast<size_t>(n_tok) * n_ff), u(g.size());
   const MatMulJob gate_up[2] = {{&w.gate, x, &qx, g.data()}, {&w.up, x, &qx, u.data()}};
   RunMatMuls(isa, gate_up, 2, n_tok, pool);
@@ -25,7 +26,7 @@ Result<void> ExpertFfnIsa(KernelIsa isa, const ExpertWeights& w, const float* x,
   for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 
   QuantizedActs qh;
-  if (UsesQuantizedActs(w.down.type)) QuantizeActs(g.data(), n_tok, n_ff, &qh);
+  if (UsesQuantizedActs(w.down.type)) QuantizeActs(g.data(), n_tok, n_ff, &qh, UsesTokenTiles(w.down.type));
   const MatMulJob down{&w.down, g.data(), &qh, y};
   RunMatMuls(isa, &down, 1, n_tok, pool);
   return Ok();

@@ -37,6 +37,9 @@ using RowsKernel = void (*)(const KernelArgs& a, int64_t r0, int64_t r1);
 
 // True when `type` multiplies against QuantizedActs (else against f32).
 bool UsesQuantizedActs(quant::GgmlType type);
+// True when `type`'s batch kernels read QuantizedActs' token tiles (the
+// k-quants; Q8_0 reads the token-major layout only).
+bool UsesTokenTiles(quant::GgmlType type);
 
 namespace scalar { RowsKernel GetKernel(quant::GgmlType type); }
 namespace avx2 {

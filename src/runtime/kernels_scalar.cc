@@ -156,6 +156,10 @@ bool UsesQuantizedActs(quant::GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
+bool UsesTokenTiles(quant::GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+}
+
 namespace scalar {
 RowsKernel GetKernel(quant::GgmlType type) {
   switch (type) {

@@ -98,7 +98,7 @@ Result<void> MatMulIsa(KernelIsa isa, const WeightMatrix& w, const float* x, int
   if (n_tok < 0) return Error::InvalidArgument("negative token count {}", n_tok);
   if (n_tok == 0) return Ok();
   QuantizedActs q;
-  if (UsesQuantizedActs(w.type)) QuantizeActs(x, n_tok, w.row_len, &q);
+  if (UsesQuantizedActs(w.type)) QuantizeActs(x, n_tok, w.row_len, &q, UsesTokenTiles(w.type));
   MatMulJob job{&w, x, &q, y};
   RunMatMuls(isa, &job, 1, n_tok, pool);
   return Ok();

@@ -70,6 +70,15 @@ TEST(ActQuantTest, TilesInterleaveEightTokensAndZeroPad) {
   QuantizeActs(x.data(), n_tok, n, &q);
   ASSERT_TRUE(q.has_tiles());
   ASSERT_EQ(q.n_tiles, 2);
+  // Without tiles (what Q8_0 gets): the same token-major bytes, no tiles.
+  QuantizedActs flat;
+  QuantizeActs(x.data(), n_tok, n, &flat, /*tiles=*/false);
+  EXPECT_FALSE(flat.has_tiles());
+  EXPECT_TRUE(flat.tq.empty() && flat.tmul.empty() && flat.tb16.empty() && flat.tbase.empty());
+  EXPECT_EQ(flat.qs, q.qs);
+  EXPECT_EQ(flat.mul, q.mul);
+  EXPECT_EQ(flat.b16, q.b16);
+  EXPECT_EQ(flat.base, q.base);
   for (int tile = 0; tile < 2; ++tile)
     for (int lane = 0; lane < 8; ++lane) {
       const int t = tile * 8 + lane;
