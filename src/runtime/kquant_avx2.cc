@@ -217,8 +217,9 @@ inline void RowSbInts(const typename KTraits<K>::Block& b, const int8_t* x, cons
                       __m256i* v2) {
   __m256i w[8];
   UnpackWeights(b, w);
-  // fm: int16 element s of each lane = sub-block s's factor for that lane.
-  __m256i fm;
+  // fm: int16 element s of each lane = sub-block s's factor for that lane;
+  // off: Q6_K's -32 offset, 32 * sum_16 sc * b16, in lanes.
+  __m256i fm, off = _mm256_setzero_si256();
   if constexpr (KTraits<K>::kMins) {
     alignas(16) uint8_t sm[16];
     UnpackScalesK4(b.scales, sm);
@@ -230,8 +231,8 @@ inline void RowSbInts(const typename KTraits<K>::Block& b, const int8_t* x, cons
     const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     fm = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, even_odd)), tk.mul16);
-    // The -32 offset: 32 * sum_16 sc * b16.
-    *v2 = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), tk.b16v), 5);
+    off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), tk.b16v), 5);
+    *v2 = _mm256_setzero_si256();
   }
   __m256i acc = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -240,12 +241,7 @@ inline void RowSbInts(const typename KTraits<K>::Block& b, const int8_t* x, cons
     const __m256i f = _mm256_shuffle_epi8(fm, _mm256_load_si256(reinterpret_cast<const __m256i*>(kBcast16[s])));
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w[s], xv), f));
   }
-  if constexpr (KTraits<K>::kMins) {
-    *v1 = acc;
-  } else {
-    *v1 = _mm256_sub_epi32(acc, *v2);
-    *v2 = _mm256_setzero_si256();
-  }
+  *v1 = _mm256_sub_epi32(acc, off);
 }
 
 // Row kernel: one row, one token (the rows % 8 that KRow8 leaves): per
