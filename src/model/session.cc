@@ -1,0 +1,42 @@
+#include "model/session.h"
+
+namespace tenzro::model {
+
+Result<void> SessionBudget::Reserve(uint64_t bytes) {
+  uint64_t cur = used_.load();
+  do {
+    if (bytes > limit_ || cur > limit_ - bytes)
+      return Error::ResourceExhausted("session memory: {} bytes needed, {} of {} in use", bytes, cur, limit_);
+  } while (!used_.compare_exchange_weak(cur, cur + bytes));
+  return Ok();
+}
+
+uint64_t Session::BytesFor(const HParams& hp, int max_tokens) {
+  uint64_t b = 0;
+  for (LayerKind k : hp.layers) {
+    if (k == LayerKind::kDeltaNet) {
+      b += sizeof(float) * static_cast<uint64_t>(hp.ssm_conv_kernel - 1) * hp.ssm_conv_channels();
+      b += sizeof(float) * static_cast<uint64_t>(hp.ssm_n_v_heads) * hp.ssm_d_state * hp.ssm_d_v();
+    } else {
+      b += 2 * sizeof(float) * static_cast<uint64_t>(max_tokens) * hp.n_head_kv * hp.head_dim;
+    }
+  }
+  return b;
+}
+
+Session::Session(const HParams& hp, int max_tokens, std::shared_ptr<SessionBudget> budget, uint64_t reserved)
+    : max_tokens_(max_tokens), reserved_(reserved), budget_(std::move(budget)) {
+  kv_.resize(hp.n_layer);
+  ssm_.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    if (hp.layers[il] != LayerKind::kDeltaNet) continue;
+    ssm_[il].conv.assign(static_cast<size_t>(hp.ssm_conv_kernel - 1) * hp.ssm_conv_channels(), 0.0f);
+    ssm_[il].state.assign(static_cast<size_t>(hp.ssm_n_v_heads) * hp.ssm_d_state * hp.ssm_d_v(), 0.0f);
+  }
+}
+
+Session::~Session() {
+  if (budget_) budget_->Release(reserved_);
+}
+
+}  // namespace tenzro::model
