@@ -128,7 +128,7 @@ TEST(Sampler, TopPKeepsSmallestSetReachingP) {
     EXPECT_NEAR(f[2], 2.0 / 3, 0.03);
   }
   {
-    Sampler s = Make({.temperature = 1, .top_p = 0.5f, .seed = 5});  // exactly 0.5: {2}
+    Sampler s = Make({.temperature = 1, .top_p = 0.45f, .seed = 5});  // the top token alone reaches it: {2}
     auto f = Frequencies(s, logits, 500);
     EXPECT_EQ(f[2], 1.0);
   }
@@ -147,7 +147,7 @@ TEST(Sampler, MinPDropsTokensBelowFractionOfMax) {
   auto f = Frequencies(s, logits, 6000);
   EXPECT_EQ(f[2] + f[3], 0.0);
   EXPECT_NEAR(f[0], 2.0 / 3, 0.03);
-  Sampler s2 = Make({.temperature = 1, .min_p = 0.25f, .seed = 9});
+  Sampler s2 = Make({.temperature = 1, .min_p = 0.2f, .seed = 9});  // keeps 0.25, drops 0.1
   auto f2 = Frequencies(s2, logits, 6000);
   EXPECT_GT(f2[2], 0.0);
   EXPECT_EQ(f2[3], 0.0);
