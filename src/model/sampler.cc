@@ -212,10 +212,13 @@ Result<LogprobResult> Logprobs(std::span<const float> logits, int32_t chosen, in
   if (!std::isfinite(max_l)) return Error::InvalidArgument("logprobs: no finite logit among {}", logits.size());
   double sum = 0;
   for (size_t i = 0; i < logits.size(); ++i) sum += std::exp(at(i) - max_l);
-  const double log_z = max_l + std::log(sum);
+  // logprob = (x - max) - log(sum): subtracting max + log(sum) in one go would
+  // lose log(sum) next to a huge max.
+  const double log_sum = std::log(sum);
+  auto logprob = [&](double x) { return static_cast<float>((x - max_l) - log_sum); };
 
   LogprobResult r;
-  r.chosen = {chosen, static_cast<float>(at(static_cast<size_t>(chosen)) - log_z)};
+  r.chosen = {chosen, logprob(at(static_cast<size_t>(chosen)))};
   // The n best by one scan, kept sorted by Better (n is small: OpenAI allows 20).
   const size_t n = std::min(static_cast<size_t>(n_top), logits.size());
   std::vector<std::pair<float, int32_t>> best;
@@ -226,7 +229,7 @@ Result<LogprobResult> Logprobs(std::span<const float> logits, int32_t chosen, in
     best.insert(std::upper_bound(best.begin(), best.end(), c, Better), c);
     if (best.size() > n) best.pop_back();
   }
-  for (auto& [l, id] : best) r.top.push_back({id, static_cast<float>(static_cast<double>(l) - log_z)});
+  for (auto& [l, id] : best) r.top.push_back({id, logprob(l)});
   return r;
 }
 
