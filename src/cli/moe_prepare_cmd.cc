@@ -1,4 +1,4 @@
-// tenzro moe prepare-experts / prepare-status (docs/cli.md).
+// tenzro moe prepare-experts / prepare-dense / prepare-status (docs/cli.md).
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +20,11 @@ struct PrepareArgs {
   bool gate = false, wait = false, json_out = false;
 };
 
+struct DenseArgs {
+  std::string model_id, quant, checkpoint;
+  bool wait = false, json_out = false;
+};
+
 struct StatusArgs {
   std::string job_id;
   bool wait = false, json_out = false;
@@ -39,6 +44,14 @@ void PrintJobHuman(const json& job) {
     fmt::print("error: {}: {}\n", Field(job["error"], "code"), Field(job["error"], "message"));
   const json& r = job.value("result", json());
   if (!r.is_object()) return;
+  if (Field(job, "kind") == "moe.prepare-dense") {
+    fmt::print("model {}  spine of {}  quant {}\n", Field(r, "model_id"), Field(r, "checkpoint"), Field(r, "quant"));
+    fmt::print("{}\n", Field(r, "uri"));
+    fmt::print("  spine {} bytes ({} tensors; {} converted)  checkpoint {} bytes  routed experts {} bytes ({} tensors)\n",
+               Field(r, "bytes"), Field(r, "tensors"), r.value("converted", json::array()).size(),
+               Field(r, "checkpoint_bytes"), Field(r, "expert_bytes"), Field(r, "dropped_tensors"));
+    return;
+  }
   fmt::print("model {}  layer {}/{}  checkpoint {}\n", Field(r, "model_id"), Field(r, "layer"), Field(r, "n_layer"),
              Field(r, "checkpoint"));
   for (const json& e : r.value("experts", json::array())) {
@@ -112,6 +125,22 @@ Result<void> RunPrepare(Globals& g, const PrepareArgs& a) {
   return PrintJob(job, a.json_out);
 }
 
+Result<void> RunDense(Globals& g, const DenseArgs& a) {
+  json body = {{"model_id", a.model_id}};
+  if (!a.quant.empty()) body["quant"] = a.quant;
+  if (!a.checkpoint.empty()) body["checkpoint"] = a.checkpoint;
+  TENZRO_TRY(NodeClient node, ConnectToNode(g));
+  TENZRO_TRY(json started, node.Post("/v1/moe/prepare-dense", body));
+  if (!a.wait) {
+    fmt::print("{}\n", started.dump(2));
+    return Ok();
+  }
+  std::string id = started.value("job_id", "");
+  fmt::print(stderr, "job {} started\n", id);
+  TENZRO_TRY(json job, WaitWithBar(node, id));
+  return PrintJob(job, a.json_out);
+}
+
 Result<void> RunStatus(Globals& g, const StatusArgs& a) {
   TENZRO_TRY(NodeClient node, ConnectToNode(g));
   json job;
@@ -141,9 +170,21 @@ void RegisterPrepare(CLI::App& root, Globals& g) {
   p->footer("Example: tenzro moe prepare-experts --model-id qwen3.5-397b-a17b --layer 0 --experts 1,2,5 --quant q4_k_m");
   SetAction(p, g, [&g, pa] { return RunPrepare(g, *pa); });
 
+  auto da = std::make_shared<DenseArgs>();
+  CLI::App* d = moe->add_subcommand(
+      "prepare-dense", "Publish the model's spine (every tensor but the routed experts, all metadata) as one GGUF blob");
+  d->add_option("--model-id,--model", da->model_id, "Model id (catalog entry)")->required();
+  d->add_option("--quant", da->quant,
+                "2-D weight matrices as: none (stored types, default), f32, f16, bf16, q8_0, q4_k, q5_k, q6_k");
+  d->add_option("--checkpoint", da->checkpoint, "GGUF checkpoint path (default: the catalog entry)");
+  d->add_flag("--wait", da->wait, "Wait for the job, showing progress, then print the blob URI and sizes");
+  d->add_flag("--json", da->json_out, "With --wait: print the finished job as JSON");
+  d->footer("Example: tenzro moe prepare-dense --model-id qwen3.5-397b-a17b --wait");
+  SetAction(d, g, [&g, da] { return RunDense(g, *da); });
+
   auto sa = std::make_shared<StatusArgs>();
   CLI::App* s = moe->add_subcommand("prepare-status", "Show a preparation job: state, progress, published blobs");
-  s->add_option("--job-id", sa->job_id, "Job id printed by prepare-experts")->required();
+  s->add_option("--job-id", sa->job_id, "Job id printed by prepare-experts or prepare-dense")->required();
   s->add_flag("--wait", sa->wait, "Wait until the job finishes, showing progress");
   s->add_flag("--json", sa->json_out, "Print the job as JSON");
   s->footer("Example: tenzro moe prepare-status --job-id 3f2a9c0d41e7b655 --wait");

@@ -10,6 +10,7 @@
 #include "node/node.h"
 #include "node/swarm_service.h"
 #include "prepare/prepare_job.h"
+#include "prepare/spine.h"
 
 namespace tenzro::node {
 namespace {
@@ -29,11 +30,24 @@ JobFn PrepareJob(std::shared_ptr<blob::BlobStore> store, prepare::PrepareRequest
   };
 }
 
-// Announces every blob of a prepare result as provided by this node.
+JobFn PrepareDenseJob(std::shared_ptr<blob::BlobStore> store, prepare::SpineRequest req,
+                      std::function<void(const json&)> published) {
+  return [store, req, published](JobContext& ctx) -> Result<json> {
+    TENZRO_TRY(json result, prepare::RunPrepareDense(req, *store, [&ctx](int done, int total, const std::string& msg) {
+      ctx.SetProgress(static_cast<uint64_t>(done), static_cast<uint64_t>(total), msg);
+    }));
+    if (published) published(result);
+    return result;
+  };
+}
+
+// Announces every blob of a prepare result (experts, gate, or a spine's
+// top-level hash) as provided by this node.
 void AnnouncePrepared(Node& node, const json& result) {
   std::shared_ptr<swarm::SwarmAgent> agent = NodeSwarmIfRunning(node);
   if (!agent) return;
   std::vector<std::string> hashes;
+  if (result.contains("hash") && result["hash"].is_string()) hashes.push_back(result["hash"].get<std::string>());
   if (result.contains("experts") && result["experts"].is_array())
     for (const json& e : result["experts"])
       if (e.is_object() && e.contains("hash") && e["hash"].is_string()) hashes.push_back(e["hash"].get<std::string>());
@@ -46,8 +60,10 @@ void AnnouncePrepared(Node& node, const json& result) {
   }
 }
 
-// Fills req.checkpoint from the catalog when the request did not name one.
-Result<void> ResolveCheckpoint(const std::string& data_dir, prepare::PrepareRequest* req) {
+// Normalizes the model id and fills the checkpoint from the catalog when the
+// request did not name one.
+template <typename Req>
+Result<void> ResolveCheckpoint(const std::string& data_dir, Req* req) {
   TENZRO_TRY(std::string id, catalog::NormalizeModelId(req->model_id));
   req->model_id = id;
   if (!req->checkpoint.empty()) return Ok();
@@ -118,6 +134,26 @@ Result<void> AddPrepareService(Node& node) {
   node.jobs().SetResumeHook(kPrepareJobKind, [store, published](const JobInfo& info) -> Result<JobFn> {
     TENZRO_TRY(prepare::PrepareRequest req, prepare::PrepareRequest::FromJson(info.params));
     return PrepareJob(store, req, published);
+  });
+
+  node.admin_router().Add("POST", "/v1/moe/prepare-dense", [store, data_dir, jobs, published](const net::Request& http) {
+    auto body = net::ParseJsonBody(http.body);
+    if (!body) return net::ErrorResponse(body.error());
+    auto req = prepare::SpineRequest::FromJson(*body);
+    if (!req) return net::ErrorResponse(req.error());
+    if (auto ok = ResolveCheckpoint(data_dir, &*req); !ok) return net::ErrorResponse(ok.error());
+    auto id = jobs->Submit(kPrepareDenseJobKind, req->ToJson(), PrepareDenseJob(store, *req, published));
+    if (!id) return net::ErrorResponse(id.error());
+    return net::JsonResponse({{"job_id", *id},
+                              {"state", "queued"},
+                              {"kind", kPrepareDenseJobKind},
+                              {"model_id", req->model_id},
+                              {"quant", req->quant.empty() ? "none" : req->quant},
+                              {"checkpoint", req->checkpoint}});
+  });
+  node.jobs().SetResumeHook(kPrepareDenseJobKind, [store, published](const JobInfo& info) -> Result<JobFn> {
+    TENZRO_TRY(prepare::SpineRequest req, prepare::SpineRequest::FromJson(info.params));
+    return PrepareDenseJob(store, req, published);
   });
   return Ok();
 }

@@ -7,7 +7,12 @@
 //           answers {"job_id", "state", "model_id", "layer", "experts", "quant",
 //           "checkpoint"} at once. Poll GET /v1/jobs/<job_id>.
 //
-// Prepare jobs are of kind "moe.prepare"; they are idempotent (publishing the
+//   admin   POST /v1/moe/prepare-dense       body: SpineRequest JSON
+//           (prepare/spine.h) {"model_id", "quant"?, "checkpoint"?}; answers
+//           {"job_id", "state", "kind", "model_id", "quant", "checkpoint"}.
+//           The job's result names the spine blob (uri, hash, bytes).
+//
+// Prepare jobs are of kind "moe.prepare" / "moe.prepare-dense"; they are idempotent (publishing the
 // same blob twice is a no-op), so a job interrupted by a restart is resumed.
 #pragma once
 
@@ -21,6 +26,7 @@ namespace tenzro::node {
 class Node;
 
 inline constexpr const char* kPrepareJobKind = "moe.prepare";
+inline constexpr const char* kPrepareDenseJobKind = "moe.prepare-dense";
 
 // DATA_DIR/blobs, opened once per node and shared by every service.
 Result<std::shared_ptr<blob::BlobStore>> NodeBlobStore(Node& node);

@@ -74,8 +74,13 @@ std::vector<swarm::Declaration> Holdings(Node& node, swarm::SwarmAgent* agent) {
   }
   // Blobs prepared here: offered, so others can adopt uncovered experts.
   for (const JobInfo& j : node.jobs().List()) {
-    if (j.kind != kPrepareJobKind || j.state != JobState::kDone || !j.result.is_object()) continue;
+    if (j.state != JobState::kDone || !j.result.is_object()) continue;
     const json& r = j.result;
+    if (j.kind == kPrepareDenseJobKind) {  // a spine blob: provided, not an expert offer
+      if (r.contains("hash") && r["hash"].is_string()) agent->Provide(r["hash"].get<std::string>());
+      continue;
+    }
+    if (j.kind != kPrepareJobKind) continue;
     if (!r.contains("model_id") || !r["model_id"].is_string() || !r.contains("layer") ||
         !r["layer"].is_number_integer())
       continue;
