@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../tests/runtime/test_weights.h"
+#include "machine_limits.h"
 #include "core/thread_pool.h"
 #include "runtime/act_quant.h"
 #include "runtime/expert_ffn.h"
@@ -36,55 +37,10 @@ namespace {
 
 using tenzro::quant::GgmlType;
 using namespace tenzro::runtime;
+using tenzro::bench::Bandwidth;
+using tenzro::bench::MeasureReadBandwidth;
 
 constexpr int64_t kEmbd = 3072, kFf = 1024;
-constexpr size_t kBwBytes = size_t{1} << 30;
-
-__attribute__((target("avx2"))) float SumAvx2(const float* p, size_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  alignas(32) float t[8];
-  _mm256_store_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-}
-
-float* BwBuffer() {
-  static float* buf = [] {
-    auto* p = static_cast<float*>(std::aligned_alloc(64, kBwBytes));
-    for (size_t i = 0; i < kBwBytes / 4; ++i) p[i] = 1.0f;
-    return p;
-  }();
-  return buf;
-}
-
-// Read bandwidth (bytes/s) with `threads` threads each summing its share.
-double MeasureReadBandwidth(int threads) {
-  float* buf = BwBuffer();
-  const size_t n = kBwBytes / 4;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::atomic<float> sink{0};
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> ts;
-    for (int i = 0; i < threads; ++i)
-      ts.emplace_back([&, i] { sink = sink + SumAvx2(buf + n / threads * i, n / threads); });
-    for (auto& t : ts) t.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, kBwBytes / s);
-    benchmark::DoNotOptimize(sink.load());
-  }
-  return best;
-}
-
-std::map<int, double>& Bandwidth() {
-  static std::map<int, double> bw;
-  return bw;
-}
 
 void BM_ReadBandwidth(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));

@@ -1,71 +1,17 @@
 // The model engine against the float64 reference of the tiny Qwen3.5-MoE
 // (tests/data/model/README.md: computed by an implementation of llama.cpp's
 // qwen35moe graph that is not ours), plus the engine's own contracts:
-// prefill == token-by-token, batch independence, the session budget.
-#include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <unistd.h>
-#include <fstream>
-#include <nlohmann/json.hpp>
+// prefill == token-by-token, batch independence, threads, the session budget.
+#include "model/engine.h"
 
 #include <gtest/gtest.h>
 
-#include "core/file.h"
-#include "model/engine.h"
-#include "model/synthetic.h"
-#include "testutil/testutil.h"
+#include "model/model_reference.h"
 
 namespace tenzro::model {
 namespace {
 
-const char* kModel = "model/tiny-qwen35moe-tok-BF16.gguf";
-
-struct Ref {
-  std::vector<int32_t> prompt, greedy;
-  std::vector<double> margins;
-  std::vector<float> logits;  // rows x 1024
-  int rows = 0;
-};
-
-Ref LoadRef(const std::string& name) {
-  Ref r;
-  std::ifstream f(testing::DataPath("model/ref/" + name + ".json"));
-  nlohmann::json j = nlohmann::json::parse(f);
-  r.prompt = j["prompt_ids"].get<std::vector<int32_t>>();
-  r.greedy = j["greedy_ids"].get<std::vector<int32_t>>();
-  r.margins = j["greedy_top1_top2_margin"].get<std::vector<double>>();
-  r.rows = j["logits_rows"].get<int>();
-  std::ifstream lf(testing::DataPath("model/ref/" + name + ".logits.f32"), std::ios::binary);
-  r.logits.resize(static_cast<size_t>(r.rows) * 1024);
-  lf.read(reinterpret_cast<char*>(r.logits.data()), r.logits.size() * sizeof(float));
-  EXPECT_TRUE(lf.good());
-  return r;
-}
-
-double RelL2(const float* a, const float* ref, int n) {
-  double num = 0, den = 0;
-  for (int i = 0; i < n; ++i) {
-    num += (static_cast<double>(a[i]) - ref[i]) * (static_cast<double>(a[i]) - ref[i]);
-    den += static_cast<double>(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
-int Argmax(const float* x, int n) {
-  int best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
-
-std::unique_ptr<Engine> OpenTiny(int threads = 2) {
-  EngineOptions o;
-  o.threads = threads;
-  auto e = Engine::Open(testing::DataPath(kModel), o);
-  EXPECT_TRUE(e) << e.error().ToString();
-  return e ? std::move(*e) : nullptr;
-}
+using namespace testref;
 
 class ReferenceTest : public ::testing::TestWithParam<const char*> {};
 
@@ -215,82 +161,6 @@ TEST(EngineTest, BadStepsAreRefusedWithoutChangingState) {
 TEST(EngineTest, NotAModelIsRefused) {
   auto e = Engine::Open(testing::DataPath("quant/input.f32"));
   EXPECT_FALSE(e);
-}
-
-}  // namespace
-}  // namespace tenzro::model
-
-namespace tenzro::model {
-namespace {
-
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf")).string();
-}
-
-// The engine on a random-weight qwen3moe (plain attention, ffn_norm, no
-// shared expert): the second architecture of the table runs, prefill equals
-// token-by-token, and the logits are finite.
-TEST(SyntheticModelTest, Qwen3MoeRuns) {
-  auto shape = FindSyntheticShape("tiny-qwen3moe");
-  ASSERT_TRUE(shape);
-  SyntheticOptions o;
-  o.dense_type = quant::GgmlType::BF16;
-  o.expert_type = quant::GgmlType::Q8_0;
-  std::string path = TempPath("qwen3moe");
-  ASSERT_TRUE(WriteSyntheticModel(*shape, o, path));
-  EngineOptions eo;
-  eo.threads = 2;
-  auto e = Engine::Open(path, eo);
-  std::filesystem::remove(path);  // the mapping stays valid
-  ASSERT_TRUE(e) << e.error().ToString();
-  EXPECT_EQ((*e)->hparams().arch, "qwen3moe");
-  std::vector<int32_t> prompt = {5, 17, 300, 999, 2, 2, 2, 41};
-  auto a = (*e)->NewSession(32), b = (*e)->NewSession(32);
-  std::vector<float> pre, one;
-  Engine::SeqInput in{a->get(), prompt, true};
-  ASSERT_TRUE((*e)->Step({&in, 1}, pre));
-  for (float v : pre) ASSERT_TRUE(std::isfinite(v));
-  for (size_t i = 0; i < prompt.size(); ++i) {
-    Engine::SeqInput st{b->get(), {&prompt[i], 1}, false};
-    ASSERT_TRUE((*e)->Step({&st, 1}, one));
-    ASSERT_EQ(0, std::memcmp(one.data(), pre.data() + i * 1024, 1024 * sizeof(float))) << i;
-  }
-}
-
-// The Qwen3.5-122B-A10B shape (random weights, 4 layers so that one is
-// gated attention, 4 of its 256 experts, a cut vocabulary; dense matrices
-// Q8_0 and experts Q4_K to keep the file quick to write): no overflow, no NaN
-// over a prompt and a few decode steps.
-TEST(SyntheticModelTest, RealShapeQwen35_122bHasNoNan) {
-  auto shape = FindSyntheticShape("qwen3.5-122b-a10b");
-  ASSERT_TRUE(shape);
-  SyntheticOptions o;
-  o.layers = 4;
-  o.experts = 4;
-  o.n_vocab = 1024;
-  o.dense_type = quant::GgmlType::Q8_0;
-  std::string path = TempPath("q35-122b");
-  ASSERT_TRUE(WriteSyntheticModel(*shape, o, path));
-  EngineOptions eo;
-  eo.threads = 2;
-  auto e = Engine::Open(path, eo);
-  std::filesystem::remove(path);
-  ASSERT_TRUE(e) << e.error().ToString();
-  const HParams& hp = (*e)->hparams();
-  EXPECT_EQ(hp.layers[3], LayerKind::kGatedAttention);
-  EXPECT_EQ(hp.ssm_d_v(), 128);
-  auto s = (*e)->NewSession(64);
-  std::vector<int32_t> prompt(40);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37) % 1024);
-  std::vector<float> logits;
-  Engine::SeqInput in{s->get(), prompt, true};
-  ASSERT_TRUE((*e)->Step({&in, 1}, logits));
-  for (int step = 0; step < 4; ++step) {
-    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
-    int32_t next = Argmax(logits.data() + logits.size() - 1024, 1024);
-    Engine::SeqInput st{s->get(), {&next, 1}, false};
-    ASSERT_TRUE((*e)->Step({&st, 1}, logits));
-  }
 }
 
 }  // namespace
