@@ -1,6 +1,8 @@
 // Checkpoint::Open: resolves a path to GGUF parts or safetensors shards.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -18,6 +20,12 @@ namespace fs = std::filesystem;
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool StartsWithGgufMagic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::memcmp(magic, kGgufMagic, 4) == 0;
 }
 
 // "dir/name-00002-of-00003.gguf" -> ("dir/name", 3).
@@ -140,6 +148,9 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& path) {
   if (EndsWith(path, ".safetensors"))
     return OpenShards({path}, fs::path(path).parent_path());
   if (EndsWith(path, ".json")) return OpenIndex(path);
+  // Content-addressed blobs (blob store data files) have no extension: a
+  // single file that starts with the GGUF magic is a GGUF.
+  if (StartsWithGgufMagic(path)) return OpenGguf(path);
   return Error::InvalidArgument("{}: not a .gguf, .safetensors, index .json or directory", path);
 }
 

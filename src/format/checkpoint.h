@@ -1,8 +1,9 @@
 // tenzro format: one view over a model checkpoint, GGUF or safetensors.
 //
 // Opens a single .gguf, a split GGUF set (any "-0000i-of-0000N.gguf" part), a
-// .safetensors file, a sharded "model.safetensors.index.json", or a directory
-// holding either. Tensor bytes are zero-copy views into mmap'ed files, valid
+// .safetensors file, a sharded "model.safetensors.index.json", a directory
+// holding either, or a file of any name that starts with the GGUF magic (a
+// blob store data file). Tensor bytes are zero-copy views into mmap'ed files, valid
 // for the Checkpoint's lifetime. Shapes are in ggml order: ne[0] is the
 // fastest-varying dimension (a row); safetensors' PyTorch shapes are reversed.
 //
