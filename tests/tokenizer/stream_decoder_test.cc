@@ -34,7 +34,7 @@ TEST(StreamDecoder, InvalidBytesAndFlush) {
   EXPECT_EQ(d.Feed(t.Encode("\xFF")[0]), "\xEF\xBF\xBD");  // can never complete
   EXPECT_EQ(d.Feed(140), "");                              // D0, waiting
   EXPECT_EQ(d.Feed(39), "\xEF\xBF\xBDH");                  // 'H' breaks it
-  EXPECT_EQ(d.Feed(429), "");                              // E3 81
+  EXPECT_EQ(d.Feed(429), "");                              // E4 B8
   EXPECT_EQ(d.Flush(), "\xEF\xBF\xBD");
   EXPECT_EQ(d.pending(), 0u);
   EXPECT_EQ(d.Feed(-5), "\xEF\xBF\xBD");

@@ -94,7 +94,8 @@ TEST(Tokenizer, ReadmePieces) {
   // Pieces of "Привет, мир": [D0] [9F] р и в е т , [20 D0] [BC] и р
   EXPECT_EQ(Fixture().TokenBytes(140), "\xD0");
   EXPECT_EQ(Fixture().TokenBytes(322), "\x20\xD0");
-  EXPECT_EQ(Fixture().TokenBytes(429), "\xE3\x81");
+  EXPECT_EQ(Fixture().TokenBytes(278), "\xE3\x81");
+  EXPECT_EQ(Fixture().TokenBytes(429), "\xE4\xB8");
   EXPECT_EQ(Fixture().TokenBytes(717), "文");
 }
 
@@ -130,7 +131,7 @@ TEST(Tokenizer, ParseSpecialOffSplitsControlTokensAsText) {
 TEST(Tokenizer, DecodeInvalidUtf8AndBadIds) {
   const Tokenizer& t = Fixture();
   EXPECT_EQ(t.Decode({140}), "\xEF\xBF\xBD");          // a lone lead byte D0
-  EXPECT_EQ(t.Decode({429}), "\xEF\xBF\xBD");          // E3 81: one maximal subpart
+  EXPECT_EQ(t.Decode({429}), "\xEF\xBF\xBD");          // E4 B8: one maximal subpart
   EXPECT_EQ(t.Decode({39, 5000, -3}), "H\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(t.Decode({1021}), "<|endoftext|>");
 }
