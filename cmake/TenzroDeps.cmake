@@ -15,6 +15,8 @@ find_package(jsoncpp REQUIRED)
 find_package(OpenSSL REQUIRED)
 # QUIC (src/quic): ngtcp2 + its GnuTLS crypto backend; no CMake config shipped.
 pkg_check_modules(NGTCP2 REQUIRED IMPORTED_TARGET libngtcp2 libngtcp2_crypto_gnutls gnutls)
+# ICU (src/tokenizer): Unicode classes for the pre-tokenizer and NFC.
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)
 if(TENZRO_TESTS)
   find_package(GTest REQUIRED)
 endif()
