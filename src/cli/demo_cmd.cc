@@ -40,6 +40,7 @@
 
 #include "catalog/builtin_shapes.h"
 #include "cli/command.h"
+#include "cli/demo_generate.h"
 #include "cli/demo_model.h"
 #include "cli/node_client.h"
 #include "core/bytes.h"
@@ -442,6 +443,12 @@ Result<void> Demo::Run() {
     ok &= same;
     fmt::print("  layer {}: distributed output {} the single-node forward (local forward {:.1f} ms)\n", layer,
                same ? "is bit-identical to" : "DIFFERS from", local.value("elapsed_ms", 0.0));
+  }
+
+  if (tiny) {
+    Step("generate: the whole model in-process (tokenizer, spine, experts, sampler), chat \"Hi\", greedy");
+    TENZRO_TRY(bool gen_ok, RunDemoGeneration(a_.data + "/../model"));
+    ok &= gen_ok;
   }
 
   Step("report");

@@ -92,7 +92,7 @@ Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
       std::fflush(stdout);
     }
   };
-  TENZRO_TRY(model::GenerateResult r, model::Generate(*engine, **&session, prompt, go, [&](int32_t id) {
+  TENZRO_TRY(model::GenerateResult r, model::Generate(*engine, *session, prompt, go, [&](int32_t id) {
                model::StopMatcher::Output out = stop.Feed(dec.Feed(id));
                emit(out.emit);
                return !out.stopped;

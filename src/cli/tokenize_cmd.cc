@@ -50,33 +50,8 @@ Result<void> RunTokenize(const TokenizeArgs& a, const Globals& g) {
   return Ok();
 }
 
-Result<std::vector<int32_t>> ParseIds(const std::string& list) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t end = list.find(',', pos);
-    if (end == std::string::npos) end = list.size();
-    std::string item = list.substr(pos, end - pos);
-    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (item.empty() && end == list.size() && ids.empty() && pos == 0) break;  // "" -> no ids
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || v < 0 || v > INT32_MAX)
-      return Error::InvalidArgument("--tokens: \"{}\" is not a token id (give e.g. 1,2,3)", item);
-    ids.push_back(static_cast<int32_t>(v));
-    pos = end + 1;
-  }
-  return ids;
-}
-
 Result<void> RunDetokenize(const DetokenizeArgs& a, const Globals& g) {
-  TENZRO_TRY(std::vector<int32_t> ids, ParseIds(a.tokens));
+  TENZRO_TRY(std::vector<int32_t> ids, ParseTokenIds(a.tokens, "--tokens"));
   TENZRO_TRY(auto tok, LoadFor(g, a.model));
   for (int32_t id : ids)
     if (!tok->IsValid(id))
