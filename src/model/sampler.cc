@@ -135,6 +135,32 @@ Result<int32_t> Sampler::Sample(std::span<const float> logits) {
   return Stochastic();
 }
 
+size_t Sampler::TopPKeep(bool sorted, float max_l) {
+  double total = 0;
+  for (auto& c : cand_) total += std::exp(static_cast<double>(c.first) - max_l);
+  const double target = static_cast<double>(params_.top_p) * total;
+  // The smallest prefix (in Better order) whose mass reaches top_p, at least
+  // one token. Unsorted candidates are sorted only as far as needed: the best
+  // 1024 first (enough for any peaked distribution), then 8x more each round, all at once past half.
+  size_t m = sorted ? cand_.size() : std::min<size_t>(cand_.size(), 1024);
+  for (;;) {
+    if (!sorted)
+      std::partial_sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(m), cand_.end(), Better);
+    double cum = 0;
+    for (size_t i = 0; i < m; ++i) {
+      cum += std::exp(static_cast<double>(cand_[i].first) - max_l);
+      if (cum >= target) return i + 1;
+    }
+    if (m == cand_.size()) return m;  // rounding kept the sum just under target
+    m *= 8;
+    if (m * 2 >= cand_.size()) {  // most of it: one full sort is cheaper than a big heap
+      std::sort(cand_.begin(), cand_.end(), Better);
+      sorted = true;
+      m = cand_.size();
+    }
+  }
+}
+
 Result<int32_t> Sampler::Stochastic() {
   cand_.clear();
   for (size_t i = 0; i < logits_.size(); ++i)
@@ -161,24 +187,7 @@ Result<int32_t> Sampler::Stochastic() {
                              : std::max_element(cand_.begin(), cand_.end(), [](auto& a, auto& b) {
                                  return a.first < b.first;
                                })->first;
-  if (params_.top_p < 1 && cand_.size() > 1) {
-    if (!sorted) std::sort(cand_.begin(), cand_.end(), Better);
-    sorted = true;
-    double total = 0;
-    for (auto& c : cand_) total += std::exp(static_cast<double>(c.first) - max_l);
-    // The smallest prefix whose mass reaches top_p (at least one token).
-    const double target = static_cast<double>(params_.top_p) * total;
-    double cum = 0;
-    size_t keep = cand_.size();
-    for (size_t i = 0; i < cand_.size(); ++i) {
-      cum += std::exp(static_cast<double>(cand_[i].first) - max_l);
-      if (cum >= target) {
-        keep = i + 1;
-        break;
-      }
-    }
-    cand_.resize(keep);
-  }
+  if (params_.top_p < 1 && cand_.size() > 1) cand_.resize(TopPKeep(sorted, max_l));
   if (params_.min_p > 0 && cand_.size() > 1) {
     // p_i >= min_p * p_max  <=>  l_i >= l_max + log(min_p); order is kept.
     const double threshold = static_cast<double>(max_l) + std::log(static_cast<double>(params_.min_p));

@@ -17,8 +17,9 @@
 // (no std::*_distribution, whose output is implementation-defined).
 //
 // Cost per call: O(V) copy of the row, plus O(V log k) for top-k (no full
-// sort), a full sort only when top_p < 1 without top_k. Buffers are reused:
-// no allocation per call once they have grown to the vocabulary size.
+// sort); top-p without top-k sorts only the best 1024 candidates unless
+// their mass falls short of top_p (then 8x more, up to all). Buffers are
+// reused: no allocation per call once they have grown to the vocabulary size.
 // Thread-safety: a Sampler is one sequence's state; not thread-safe.
 #pragma once
 
@@ -87,6 +88,8 @@ class Sampler {
   void LoadPenalized(std::span<const float> in);
   int32_t Greedy() const;  // -1 when no finite logit
   Result<int32_t> Stochastic();
+  // How many candidates top-p keeps; sorts cand_ (Better order) that far.
+  size_t TopPKeep(bool sorted, float max_l);
 
   SamplingParams params_;
   Rng rng_;

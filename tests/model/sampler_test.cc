@@ -140,6 +140,18 @@ TEST(Sampler, TopPKeepsSmallestSetReachingP) {
   }
 }
 
+TEST(Sampler, TopPOnLargeVocabularyMatchesFullSort) {
+  // top_k = V forces a full sort; without top_k only a prefix is sorted. A
+  // flat distribution needs several rounds of the partial sort.
+  for (float scale : {8.0f, 0.01f}) {
+    std::vector<float> logits(151936);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(std::sin(i * 0.731) * scale);
+    Sampler partial = Make({.temperature = 1, .top_p = 0.9f, .seed = 11});
+    Sampler full = Make({.temperature = 1, .top_k = 151936, .top_p = 0.9f, .seed = 11});
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(SampleOk(partial, logits), SampleOk(full, logits)) << scale << " " << i;
+  }
+}
+
 TEST(Sampler, MinPDropsTokensBelowFractionOfMax) {
   // p relative to max: 1, 0.5, 0.25, 0.1.
   const std::vector<float> logits = {0, std::log(0.5f), std::log(0.25f), std::log(0.1f)};
