@@ -12,8 +12,9 @@
 //                    on one thread.
 //   BM_Prefill       a 512-token prompt in one step: tokens/s.
 //   BM_DeltaRule     one recurrent delta-rule step of one value head
-//                    (d_k = d_v = 128): GFLOP/s against the measured one-
-//                    thread FMA peak (7 d_k d_v FLOPs per step).
+//                    (d_k = d_v = 128), scalar and the dispatched ISA:
+//                    GFLOP/s against the measured one-thread FMA peak
+//                    (7 d_k d_v FLOPs per step).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -25,12 +26,15 @@
 
 #include "machine_limits.h"
 #include "model/engine.h"
+#include "model/delta_rule.h"
 #include "model/layers.h"
+#include "runtime/matmul.h"
 #include "model/synthetic.h"
 
 namespace {
 
 using namespace tenzro::model;
+namespace runtime = tenzro::runtime;
 using tenzro::bench::Bandwidth;
 
 constexpr int kLayers = 4, kVocab = 32768;
@@ -131,18 +135,23 @@ BENCHMARK(BM_Prefill)->ArgName("thr")->Arg(1)->Arg(2)->UseRealTime()->Unit(bench
 
 void BM_DeltaRule(benchmark::State& state) {
   const int dk = 128, dv = 128;
+  const bool scalar = state.range(0) == 0;
   std::vector<float> S(dk * dv, 0.01f), q(dk, 0.1f), k(dk, 0.088f), v(dv, 0.5f), o(dv);
   for (auto _ : state) {
-    DeltaRuleStep(S.data(), q.data(), k.data(), v.data(), 0.97f, 0.5f, dk, dv, o.data());
+    if (scalar)
+      DeltaRuleStepScalar(S.data(), q.data(), k.data(), v.data(), 0.97f, 0.5f, dk, dv, o.data());
+    else
+      DeltaRuleStep(S.data(), q.data(), k.data(), v.data(), 0.97f, 0.5f, dk, dv, o.data());
     benchmark::DoNotOptimize(o.data());
   }
+  state.SetLabel(scalar ? "scalar" : runtime::KernelIsaName(DeltaRuleIsa(dv)));
   const double flops = 7.0 * dk * dv;
   state.counters["GFLOP/s"] = benchmark::Counter(state.iterations() * flops / 1e9, benchmark::Counter::kIsRate);
   if (tenzro::bench::FmaPeak() > 0)
     state.counters["peak_ratio"] =
         benchmark::Counter(state.iterations() * flops / tenzro::bench::FmaPeak(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_DeltaRule)->UseRealTime()->MinTime(0.5);
+BENCHMARK(BM_DeltaRule)->ArgName("dispatch")->Arg(0)->Arg(1)->UseRealTime()->MinTime(0.5);
 
 }  // namespace
 

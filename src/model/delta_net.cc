@@ -8,39 +8,6 @@
 
 namespace tenzro::model {
 
-void DeltaRuleStep(float* __restrict S, const float* __restrict q, const float* __restrict k,
-                   const float* __restrict v, float decay, float beta, int d_k, int d_v, float* __restrict o) {
-  // Pass 1: decay the state and read what it holds for k (S^T k).
-  float mem[1024];
-  float* __restrict m = d_v <= 1024 ? mem : nullptr;
-  std::vector<float> big;
-  if (!m) {
-    big.assign(d_v, 0.0f);
-    m = big.data();
-  }
-  std::fill_n(m, d_v, 0.0f);
-  for (int i = 0; i < d_k; ++i) {
-    float* __restrict row = S + static_cast<int64_t>(i) * d_v;
-    const float ki = k[i];
-    for (int j = 0; j < d_v; ++j) {
-      row[j] *= decay;
-      m[j] += row[j] * ki;
-    }
-  }
-  // delta = beta (v - S^T k), reusing m.
-  for (int j = 0; j < d_v; ++j) m[j] = (v[j] - m[j]) * beta;
-  // Pass 2: write k delta^T and read S^T q.
-  std::fill_n(o, d_v, 0.0f);
-  for (int i = 0; i < d_k; ++i) {
-    float* __restrict row = S + static_cast<int64_t>(i) * d_v;
-    const float ki = k[i], qi = q[i];
-    for (int j = 0; j < d_v; ++j) {
-      row[j] += ki * m[j];
-      o[j] += row[j] * qi;
-    }
-  }
-}
-
 Result<void> DeltaNetLayer(const HParams& hp, const DeltaNetWeights& w, int layer, const std::vector<SeqSlice>& seqs,
                            const float* h, int n_rows, float* out, ThreadPool* pool) {
   const int64_t ch = hp.ssm_conv_channels();

@@ -43,7 +43,7 @@ Result<void> HParams::Validate() const {
     if (ssm_d_state <= 0 || ssm_d_state > 4096) return bad("ssm.state_size", ssm_d_state);
     if (ssm_n_k_heads <= 0 || ssm_n_k_heads > 4096) return bad("ssm.group_count", ssm_n_k_heads);
     if (ssm_n_v_heads <= 0 || ssm_n_v_heads > 4096) return bad("ssm.time_step_rank", ssm_n_v_heads);
-    if (ssm_d_inner <= 0 || ssm_d_inner % ssm_n_v_heads != 0 || ssm_d_v() > 4096) return bad("ssm.inner_size", ssm_d_inner);
+    if (ssm_d_inner <= 0 || ssm_d_inner % ssm_n_v_heads != 0 || ssm_d_v() > 1024) return bad("ssm.inner_size", ssm_d_inner);
     if (ssm_n_v_heads % ssm_n_k_heads != 0) return bad("ssm.time_step_rank (a multiple of group_count)", ssm_n_v_heads);
   }
   if (n_expert <= 0 || n_expert > 65536) return bad("expert_count", n_expert);

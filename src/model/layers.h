@@ -52,8 +52,9 @@ Result<void> AttentionLayer(const HParams& hp, const AttentionWeights& w, bool g
 Result<void> DeltaNetLayer(const HParams& hp, const DeltaNetWeights& w, int layer, const std::vector<SeqSlice>& seqs,
                            const float* h, int n_rows, float* out, ThreadPool* pool);
 
-// The recurrent delta-rule step for one value head, exposed for the
-// benchmark: S (d_k x d_v, row k contiguous) updated in place, o receives d_v.
+// The recurrent delta-rule step for one value head (delta_rule.h picks the
+// ISA): S (d_k x d_v, row i contiguous) updated in place, o receives d_v.
+// REQUIRES: d_v <= kMaxDeltaDv (1024; HParams::Validate refuses more).
 void DeltaRuleStep(float* S, const float* q, const float* k, const float* v, float decay, float beta, int d_k,
                    int d_v, float* o);
 
