@@ -51,6 +51,8 @@ class NullMoe : public MoeExecutor {
   int64_t n_embd_;
 };
 
+bool g_model_written = false;
+
 const std::string& ModelPath() {
   static std::string path = [] {
     std::string p = (std::filesystem::temp_directory_path() / ("engine-bench-" + std::to_string(::getpid()) + ".gguf")).string();
@@ -62,6 +64,7 @@ const std::string& ModelPath() {
     o.dense_type = tenzro::quant::GgmlType::Q4_K;
     auto w = WriteSyntheticModel(*shape, o, p);
     if (!w) std::fprintf(stderr, "synthetic model: %s\n", w.error().ToString().c_str()), std::exit(1);
+    g_model_written = true;
     return p;
   }();
   return path;
@@ -157,9 +160,8 @@ BENCHMARK(BM_DeltaRule)->ArgName("dispatch")->Arg(0)->Arg(1)->UseRealTime()->Min
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  ModelPath();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  std::filesystem::remove(ModelPath());
+  if (g_model_written) std::filesystem::remove(ModelPath());
   return 0;
 }
