@@ -59,7 +59,7 @@ void Push(BpeScratch& s, const MergeTable& merges, int32_t pos) {
   if (next < 0) return;
   Merge m = merges.Find(s.syms[pos].id, s.syms[next].id);
   if (m.rank < 0) return;
-  s.heap.push_back({m.rank, pos, s.syms[pos].id, s.syms[next].id});
+  s.heap.push_back({m.rank, pos, s.syms[pos].id, s.syms[next].id, m.result});
   std::push_heap(s.heap.begin(), s.heap.end(), Later);
 }
 
@@ -85,7 +85,7 @@ void BpeMerge(std::string_view piece, const std::array<int32_t, 256>& byte_ids, 
     // the left one's neighbour changes only by absorbing it).
     if (left.id != c.left || left.next < 0 || s.syms[left.next].id != c.right) continue;
     int32_t right = left.next;
-    left.id = merges.Find(c.left, c.right).result;
+    left.id = c.result;
     left.next = s.syms[right].next;
     if (left.next >= 0) s.syms[left.next].prev = c.pos;
     s.syms[right].id = -1;

@@ -52,7 +52,7 @@ struct BpeScratch {
     int32_t id, prev, next;
   };
   struct Cand {
-    int32_t rank, pos, left, right;
+    int32_t rank, pos, left, right, result;
   };
   std::vector<Sym> syms;
   std::vector<Cand> heap;

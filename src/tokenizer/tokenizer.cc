@@ -115,8 +115,12 @@ void Tokenizer::EncodePlain(std::string_view text, BpeScratch& scratch, std::vec
   if (text.empty()) return;
   std::string normalized;
   if (nfc_) {
-    normalized = NormalizeNfc(text);
-    text = normalized;
+    bool ascii = true;  // ASCII is NFC: skip the copy
+    for (char c : text) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
+    if (!ascii) {
+      normalized = NormalizeNfc(text);
+      text = normalized;
+    }
   }
   PreTokenize(pre_, text, [&](std::string_view piece) { BpeMerge(piece, byte_ids_, merges_, scratch, out); });
 }

@@ -299,9 +299,13 @@ TEST(QwenReference, EncodeThroughputOneLongText) {
   REQUIRE_REFERENCE(ref);
   std::string text;
   for (const auto& s : ref.strings) text += s;
-  auto start = std::chrono::steady_clock::now();
-  auto ids = ref.tokenizer->Encode(text);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<int32_t> ids;
+  double secs = 1e9;  // best of 3: the machine is shared
+  for (int rep = 0; rep < 3; ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    ids = ref.tokenizer->Encode(text);
+    secs = std::min(secs, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   std::cout << "QWEN ENCODE: " << text.size() << " bytes as one text -> " << ids.size() << " tokens, "
             << text.size() / secs / 1e6 << " MB/s\n";
   EXPECT_EQ(ref.tokenizer->Decode(ids), NormalizeNfc(text));
