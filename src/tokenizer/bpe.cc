@@ -95,4 +95,23 @@ void BpeMerge(std::string_view piece, const std::array<int32_t, 256>& byte_ids, 
   for (int32_t i = 0; i >= 0; i = s.syms[i].next) out.push_back(s.syms[i].id);
 }
 
+void BpeMergeMemo(std::string_view piece, const std::array<int32_t, 256>& byte_ids, const MergeTable& merges,
+                  BpeScratch& s, std::vector<int32_t>& out) {
+  if (piece.size() < 2 || piece.size() > BpeScratch::kMemoPieceBytes) {
+    BpeMerge(piece, byte_ids, merges, s, out);
+    return;
+  }
+  if (auto it = s.memo.find(piece); it != s.memo.end()) {
+    auto [begin, n] = it->second;
+    out.insert(out.end(), s.memo_ids.begin() + begin, s.memo_ids.begin() + begin + n);
+    return;
+  }
+  size_t before = out.size();
+  BpeMerge(piece, byte_ids, merges, s, out);
+  if (s.memo.size() >= BpeScratch::kMemoPieces) return;
+  auto begin = static_cast<uint32_t>(s.memo_ids.size());
+  s.memo_ids.insert(s.memo_ids.end(), out.begin() + before, out.end());
+  s.memo.emplace(std::string(piece), std::make_pair(begin, static_cast<uint32_t>(out.size() - before)));
+}
+
 }  // namespace tenzro::tokenizer
