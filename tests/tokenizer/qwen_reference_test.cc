@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testutil/testutil.h"
+#include "tokenizer/hf_vocab.h"
 #include "tokenizer/load.h"
 #include "tokenizer/unicode.h"
 
@@ -198,6 +199,8 @@ struct Reference {
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<std::string> strings;
   std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<int32_t>> ids_qwen35;  // the same vocabulary with Qwen3.5's split
+  std::string out_dir;
 };
 
 const Reference& GetReference() {
@@ -229,8 +232,15 @@ const Reference& GetReference() {
       return r;
     }
     std::cout << run.out;
-    std::ifstream f(out + "/ids.json");
-    r->ids = json::parse(f).get<std::vector<std::vector<int32_t>>>();
+    r->out_dir = out;
+    try {
+      std::ifstream f(out + "/ids.json"), f35(out + "/ids_qwen35.json");
+      r->ids = json::parse(f).get<std::vector<std::vector<int32_t>>>();
+      r->ids_qwen35 = json::parse(f35).get<std::vector<std::vector<int32_t>>>();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "the reference ids do not parse: " << e.what();
+      return r;  // no tokenizer: every test fails
+    }
     auto load_start = std::chrono::steady_clock::now();
     auto t = LoadTokenizer(out + "/tokenizer.json");
     std::cout << "QWEN LOAD: tokenizer.json loaded in "
@@ -304,6 +314,38 @@ TEST(QwenReference, TenThousandStringsIdForId) {
   std::cout << "QWEN REFERENCE: " << ref.strings.size() << " strings, " << bytes << " bytes, " << tokens
             << " tokens, " << mismatches << " mismatches; encode " << bytes / secs / 1e6 << " MB/s ("
             << secs * 1e3 << " ms CPU)\n";
+}
+
+// Qwen3's vocabulary with Qwen3.5's split regex (\p{M} joins \p{L}) on both
+// sides: checks the qwen35 matcher against a regex engine. The strings hold
+// Arabic harakat, Devanagari signs and Latin letters with combining marks,
+// so the two splits differ on some of them (asserted, so the test bites).
+TEST(QwenReference, Qwen35SplitIdForId) {
+  const Reference& ref = GetReference();
+  REQUIRE_REFERENCE(ref);
+  std::ifstream jf(ref.out_dir + "/tokenizer.json"), rf(ref.out_dir + "/qwen35_regex.txt"),
+      cf(ref.out_dir + "/tokenizer_config.json");
+  json j = json::parse(jf);
+  std::string regex((std::istreambuf_iterator<char>(rf)), std::istreambuf_iterator<char>());
+  std::string config((std::istreambuf_iterator<char>(cf)), std::istreambuf_iterator<char>());
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = regex;
+  auto t = TokenizerFromHfJson(j.dump(), config, "qwen35-split.json");
+  ASSERT_TRUE(t) << t.error().ToString();
+  ASSERT_EQ((*t)->pre_tokenizer(), PreTokenizerKind::kQwen35);
+  ASSERT_EQ(ref.ids_qwen35.size(), ref.strings.size());
+  size_t mismatches = 0, differ_from_qwen2 = 0;
+  for (size_t i = 0; i < ref.strings.size(); ++i) {
+    if (ref.ids_qwen35[i] != ref.ids[i]) ++differ_from_qwen2;
+    auto ours = (*t)->Encode(ref.strings[i]);
+    if (ours == ref.ids_qwen35[i]) continue;
+    if (++mismatches <= 10)
+      ADD_FAILURE() << "string " << i << " " << json(ref.strings[i]).dump() << "\n  ours: " << Show(**t, ours)
+                    << "\n  ref:  " << Show(**t, ref.ids_qwen35[i]);
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(differ_from_qwen2, 100u) << "the strings do not exercise \\p{M}";
+  std::cout << "QWEN35 SPLIT: " << ref.strings.size() << " strings, " << mismatches << " mismatches, "
+            << differ_from_qwen2 << " encode differently from the qwen2 split\n";
 }
 
 TEST(QwenReference, EncodeThroughputOneLongText) {
