@@ -37,6 +37,9 @@
 #include <nlohmann/json.hpp>
 
 #include "testutil/testutil.h"
+#include "format/gguf_reader.h"
+#include "format/gguf_writer.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/hf_vocab.h"
 #include "tokenizer/load.h"
 #include "tokenizer/unicode.h"
@@ -346,6 +349,58 @@ TEST(QwenReference, Qwen35SplitIdForId) {
   EXPECT_GT(differ_from_qwen2, 100u) << "the strings do not exercise \\p{M}";
   std::cout << "QWEN35 SPLIT: " << ref.strings.size() << " strings, " << mismatches << " mismatches, "
             << differ_from_qwen2 << " encode differently from the qwen2 split\n";
+}
+
+// The same vocabulary as llama.cpp's converter writes it into a GGUF
+// (tokens in id order, token_type 1 / 3 control for special added tokens / 4
+// user-defined for the others, merges "a b", pre qwen2): the GGUF path must
+// give the reference ids for every string NFC leaves unchanged (a GGUF is not
+// normalized, as in llama.cpp).
+TEST(QwenReference, SameVocabularyAsGguf) {
+  const Reference& ref = GetReference();
+  REQUIRE_REFERENCE(ref);
+  const Tokenizer& hf = *ref.tokenizer;
+  std::vector<std::string> tokens;
+  std::vector<int64_t> types;
+  for (int32_t id = 0; id < hf.vocab_size(); ++id) {
+    tokens.emplace_back(hf.TokenText(id));
+    types.push_back(static_cast<int64_t>(hf.Type(id)));
+  }
+  std::ifstream jf(ref.out_dir + "/tokenizer.json");
+  json j = json::parse(jf);
+  std::vector<std::string> merges;
+  for (const auto& m : j["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  format::GgufWriter w;
+  w.Set("general.architecture", format::GgufValue::Str("qwen3"));
+  w.Set("tokenizer.ggml.model", format::GgufValue::Str("gpt2"));
+  w.Set("tokenizer.ggml.pre", format::GgufValue::Str("qwen2"));
+  w.Set("tokenizer.ggml.tokens", format::GgufValue::StringArray(tokens));
+  w.Set("tokenizer.ggml.token_type", format::GgufValue::IntArray(format::GgufType::kInt32, types));
+  w.Set("tokenizer.ggml.merges", format::GgufValue::StringArray(merges));
+  w.Set("tokenizer.ggml.eos_token_id", format::GgufValue::U32(151645));
+  w.Set("tokenizer.ggml.padding_token_id", format::GgufValue::U32(151643));
+  w.Set("tokenizer.ggml.add_bos_token", format::GgufValue::Bool(false));
+  auto image = w.Serialize();
+  ASSERT_TRUE(image) << image.error().ToString();
+  auto file = format::GgufFile::Parse(ByteSpan(image->data(), image->size()), "qwen3-vocab.gguf");
+  ASSERT_TRUE(file) << file.error().ToString();
+  auto gguf = TokenizerFromGguf(**file);
+  ASSERT_TRUE(gguf) << gguf.error().ToString();
+  EXPECT_FALSE((*gguf)->nfc());
+  size_t compared = 0, mismatches = 0;
+  for (size_t i = 0; i < ref.strings.size(); ++i) {
+    if (NormalizeNfc(ref.strings[i]) != ref.strings[i]) continue;
+    ++compared;
+    auto ours = (*gguf)->Encode(ref.strings[i]);
+    if (ours == ref.ids[i]) continue;
+    if (++mismatches <= 10)
+      ADD_FAILURE() << "string " << i << " " << json(ref.strings[i]).dump() << "\n  gguf: " << Show(hf, ours)
+                    << "\n  qwen: " << Show(hf, ref.ids[i]);
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(compared, ref.strings.size() / 2);
+  std::cout << "QWEN GGUF: " << compared << " NFC-stable strings compared, " << mismatches << " mismatches\n";
 }
 
 TEST(QwenReference, EncodeThroughputOneLongText) {
