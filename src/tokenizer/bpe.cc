@@ -59,7 +59,7 @@ void Push(BpeScratch& s, const MergeTable& merges, int32_t pos) {
   if (next < 0) return;
   Merge m = merges.Find(s.syms[pos].id, s.syms[next].id);
   if (m.rank < 0) return;
-  s.heap.push_back({m.rank, pos, s.syms[pos].id, s.syms[next].id});
+  s.heap.push_back({m.rank, pos, s.syms[pos].id, s.syms[next].id, m.result});
   std::push_heap(s.heap.begin(), s.heap.end(), Later);
 }
 
@@ -85,7 +85,7 @@ void BpeMerge(std::string_view piece, const std::array<int32_t, 256>& byte_ids, 
     // the left one's neighbour changes only by absorbing it).
     if (left.id != c.left || left.next < 0 || s.syms[left.next].id != c.right) continue;
     int32_t right = left.next;
-    left.id = merges.Find(c.left, c.right).result;
+    left.id = c.result;
     left.next = s.syms[right].next;
     if (left.next >= 0) s.syms[left.next].prev = c.pos;
     s.syms[right].id = -1;
@@ -93,6 +93,25 @@ void BpeMerge(std::string_view piece, const std::array<int32_t, 256>& byte_ids, 
     Push(s, merges, c.pos);
   }
   for (int32_t i = 0; i >= 0; i = s.syms[i].next) out.push_back(s.syms[i].id);
+}
+
+void BpeMergeMemo(std::string_view piece, const std::array<int32_t, 256>& byte_ids, const MergeTable& merges,
+                  BpeScratch& s, std::vector<int32_t>& out) {
+  if (piece.size() < 2 || piece.size() > BpeScratch::kMemoPieceBytes) {
+    BpeMerge(piece, byte_ids, merges, s, out);
+    return;
+  }
+  if (auto it = s.memo.find(piece); it != s.memo.end()) {
+    auto [begin, n] = it->second;
+    out.insert(out.end(), s.memo_ids.begin() + begin, s.memo_ids.begin() + begin + n);
+    return;
+  }
+  size_t before = out.size();
+  BpeMerge(piece, byte_ids, merges, s, out);
+  if (s.memo.size() >= BpeScratch::kMemoPieces) return;
+  auto begin = static_cast<uint32_t>(s.memo_ids.size());
+  s.memo_ids.insert(s.memo_ids.end(), out.begin() + before, out.end());
+  s.memo.emplace(std::string(piece), std::make_pair(begin, static_cast<uint32_t>(out.size() - before)));
 }
 
 }  // namespace tenzro::tokenizer

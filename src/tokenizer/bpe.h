@@ -11,7 +11,11 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace tenzro::tokenizer {
@@ -46,21 +50,35 @@ class MergeTable {
   size_t size_ = 0;
 };
 
-// Reusable buffers for BpeMerge (one per encoding call or thread).
+// Reusable buffers for BpeMerge (one per encoding call or thread), and a
+// memo of the pieces merged so far: a long text repeats its words, and a
+// memo hit costs one hash of the piece instead of a merge loop. Bounded:
+// at most kMemoPieces pieces of at most kMemoPieceBytes bytes.
 struct BpeScratch {
+  static constexpr size_t kMemoPieces = 8192;
+  static constexpr size_t kMemoPieceBytes = 64;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   struct Sym {
     int32_t id, prev, next;
   };
   struct Cand {
-    int32_t rank, pos, left, right;
+    int32_t rank, pos, left, right, result;
   };
   std::vector<Sym> syms;
   std::vector<Cand> heap;
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, Hash, std::equal_to<>> memo;  // -> memo_ids range
+  std::vector<int32_t> memo_ids;
 };
 
 // Appends the ids of `piece` (non-empty bytes) to `out`. `byte_ids[b]` is the
 // id of byte b's symbol.
 void BpeMerge(std::string_view piece, const std::array<int32_t, 256>& byte_ids, const MergeTable& merges,
               BpeScratch& scratch, std::vector<int32_t>& out);
+// BpeMerge through scratch.memo (same result).
+void BpeMergeMemo(std::string_view piece, const std::array<int32_t, 256>& byte_ids, const MergeTable& merges,
+                  BpeScratch& scratch, std::vector<int32_t>& out);
 
 }  // namespace tenzro::tokenizer

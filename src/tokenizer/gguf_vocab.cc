@@ -76,6 +76,7 @@ Result<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
                               f.path(), *model_name);
   VocabSpec spec;
   spec.source = f.path();
+  spec.tokens_field = "tokenizer.ggml.tokens";
   spec.merges_field = "tokenizer.ggml.merges";
   const GgufValue* pre = f.Find("tokenizer.ggml.pre");
   if (!pre) return Error::Unsupported("{}: tokenizer.ggml.pre is missing (llama.cpp's \"default\" split)", f.path());

@@ -122,6 +122,9 @@ Result<void> AddedTokens(const json& root, VocabSpec& spec, std::vector<bool>& s
     if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
         !a["content"].is_string())
       return Error::Corruption("{}: added_tokens[{}] lacks an integer id or a string content", spec.source, i);
+    for (const char* opt : {"lstrip", "rstrip", "single_word"})
+      if (a.value(opt, false))
+        return Error::Unsupported("{}: added_tokens[{}]: {} is not supported", spec.source, i, opt);
     TokenType type = a.value("special", false) ? TokenType::kControl : TokenType::kUserDefined;
     TENZRO_CHECK_OK(PutToken(spec, set, a["id"].get<int64_t>(), a["content"].get<std::string>(), type,
                              "added_tokens[" + std::to_string(i) + "]"));
@@ -176,6 +179,7 @@ Result<std::unique_ptr<Tokenizer>> Load(std::string_view text, std::string_view 
         src);
   VocabSpec spec;
   spec.source = src;
+  spec.tokens_field = "model.vocab";
   TENZRO_TRY(spec.nfc, Normalizer(root, src));
   TENZRO_TRY(spec.pre, PreTokenizer(root, src));
   std::vector<bool> set;

@@ -7,7 +7,8 @@
 // (use_regex false)] whose regex is Qwen2's or Qwen3.5's exact pattern;
 // normalizer null or NFC (alone or in a Sequence). added_tokens are matched
 // as whole strings: `special: true` ones are control tokens (parsed only with
-// parse_special), the others user-defined (always). Anything else is
+// parse_special), the others user-defined (always); lstrip / rstrip /
+// single_word are refused, `normalized` is ignored. Anything else is
 // kUnsupported naming the field; malformed JSON or vocabulary kCorruption
 // naming the field. Ids must be dense 0..n-1 over vocab + added_tokens.
 // From tokenizer_config.json: bos_token, eos_token, pad_token (string or

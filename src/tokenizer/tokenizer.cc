@@ -27,9 +27,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Build(VocabSpec spec) {
 
 Result<void> Tokenizer::BuildVocab(VocabSpec& spec) {
   const std::string& src = spec.source;
-  if (spec.tokens.empty()) return Error::Corruption("{}: tokens: empty vocabulary", src);
+  const std::string& field = spec.tokens_field;
+  if (spec.tokens.empty()) return Error::Corruption("{}: {}: empty vocabulary", src, field);
   if (spec.tokens.size() > kMaxVocab)
-    return Error::Corruption("{}: tokens: {} tokens (more than {})", src, spec.tokens.size(), kMaxVocab);
+    return Error::Corruption("{}: {}: {} tokens (more than {})", src, field, spec.tokens.size(), kMaxVocab);
   if (spec.types.size() != spec.tokens.size())
     return Error::Corruption("{}: token_type: {} entries for {} tokens", src, spec.types.size(), spec.tokens.size());
   tokens_ = std::move(spec.tokens);
@@ -39,7 +40,7 @@ Result<void> Tokenizer::BuildVocab(VocabSpec& spec) {
   for (size_t i = 0; i < tokens_.size(); ++i) {
     auto [it, fresh] = by_text_.emplace(tokens_[i], static_cast<int32_t>(i));
     if (!fresh)
-      return Error::Corruption("{}: tokens[{}] duplicates tokens[{}] (\"{}\")", src, i, it->second,
+      return Error::Corruption("{}: {}[{}] duplicates {}[{}] (\"{}\")", src, field, i, field, it->second,
                                SanitizeUtf8(tokens_[i]));
     TokenType ty = types_[i];
     std::optional<std::string> raw;
@@ -52,8 +53,8 @@ Result<void> Tokenizer::BuildVocab(VocabSpec& spec) {
     std::string sym = BytesToSymbols(std::string(1, static_cast<char>(b)));
     auto it = by_text_.find(sym);
     if (it == by_text_.end())
-      return Error::Corruption("{}: tokens: no token for byte 0x{:02X} (\"{}\"): not a byte-level BPE vocabulary", src,
-                               b, sym);
+      return Error::Corruption("{}: {}: no token for byte 0x{:02X} (\"{}\"): not a byte-level BPE vocabulary", src,
+                               field, b, sym);
     byte_ids_[b] = it->second;
   }
   auto check_id = [&](int32_t id, const char* what) -> Result<void> {
@@ -115,10 +116,14 @@ void Tokenizer::EncodePlain(std::string_view text, BpeScratch& scratch, std::vec
   if (text.empty()) return;
   std::string normalized;
   if (nfc_) {
-    normalized = NormalizeNfc(text);
-    text = normalized;
+    bool ascii = true;  // ASCII is NFC: skip the copy
+    for (char c : text) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
+    if (!ascii) {
+      normalized = NormalizeNfc(text);
+      text = normalized;
+    }
   }
-  PreTokenize(pre_, text, [&](std::string_view piece) { BpeMerge(piece, byte_ids_, merges_, scratch, out); });
+  PreTokenize(pre_, text, [&](std::string_view piece) { BpeMergeMemo(piece, byte_ids_, merges_, scratch, out); });
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool parse_special) const {

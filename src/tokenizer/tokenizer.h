@@ -16,7 +16,8 @@
 // missing tokens or a result outside the vocabulary, special ids out of
 // range, a missing byte symbol: kCorruption naming the field and index.
 // Memory: the token strings, one hash map text -> id and the merge table;
-// nothing is cached per call. Thread-safety: immutable after Build; Encode
+// nothing is cached across calls (one Encode call memoizes up to 8192 of its
+// own pieces, bpe.h). Thread-safety: immutable after Build; Encode
 // and Decode may run concurrently.
 #pragma once
 
@@ -52,7 +53,8 @@ struct VocabSpec {
   std::vector<std::string> tokens;       // id -> text as stored (byte-level alphabet for normal tokens)
   std::vector<TokenType> types;          // id -> type (same size as tokens)
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
-  std::string merges_field = "merges";   // field name for errors
+  std::string tokens_field = "tokens";   // field names for errors
+  std::string merges_field = "merges";
   PreTokenizerKind pre = PreTokenizerKind::kQwen2;
   bool nfc = false;                      // normalize to NFC before splitting
   int32_t bos = -1, eos = -1, pad = -1;  // -1: none

@@ -132,10 +132,16 @@ std::string NormalizeNfc(std::string_view text) {
   out.reserve(text.size());
   auto flush = [&](std::string_view seg) {
     if (seg.empty()) return;
+    icu::StringPiece piece(seg.data(), static_cast<int32_t>(seg.size()));
+    UErrorCode qc = U_ZERO_ERROR;
+    if (nfc->isNormalizedUTF8(piece, qc) && U_SUCCESS(qc)) {  // the common case: no copy through ICU
+      out.append(seg);
+      return;
+    }
     std::string norm;
     icu::StringByteSink<std::string> sink(&norm);
     UErrorCode st = U_ZERO_ERROR;
-    nfc->normalizeUTF8(0, icu::StringPiece(seg.data(), static_cast<int32_t>(seg.size())), sink, nullptr, st);
+    nfc->normalizeUTF8(0, piece, sink, nullptr, st);
     if (U_FAILURE(st)) out.append(seg);
     else out += norm;
   };

@@ -100,7 +100,7 @@ TEST(VocabErrors, GgufDuplicateToken) {
     w.Set("tokenizer.ggml.tokens", format::GgufValue::StringArray(tokens));
   });
   EXPECT_EQ(e.code(), ErrorCode::kCorruption);
-  EXPECT_NE(e.message().find("tokens[300] duplicates tokens[5]"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("tokenizer.ggml.tokens[300] duplicates tokenizer.ggml.tokens[5]"), std::string::npos) << e.message();
 }
 
 TEST(VocabErrors, GgufMergeNamesMissingToken) {
