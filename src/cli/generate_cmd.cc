@@ -121,7 +121,8 @@ Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
     if (!a.logits_out.empty()) j["logits_rows"] = r.logits.size() / engine->hparams().n_vocab;
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
-    fmt::print("\n");
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
     fmt::print(stderr, "prompt {} tokens in {:.1f} ms; {} tokens in {:.1f} ms ({:.1f} tok/s); finish: {}\n",
                r.prompt_tokens, r.prefill_ms, r.tokens.size(), r.decode_ms, tps, model::FinishReasonName(r.finish));
   }
