@@ -35,9 +35,11 @@ function(tenzro_module name)
 endfunction()
 
 # tenzro_test_module(<name> [DEPS targets...])
-# Builds tests/<name>/*_test.cc into tenzro_<name>_tests and registers each
-# GoogleTest case with CTest. Tests find golden data via TENZRO_TEST_DATA and
-# the built CLI via TENZRO_BIN.
+# Builds tests/<name>/*_test.cc into tenzro_<name>_tests (one of the targets
+# the `tenzro_tests` target builds) and registers each
+# GoogleTest case with CTest. Tests find golden data and the built CLI
+# through tenzro_testutil (testutil::DataPath, TenzroBin): no absolute path is
+# compiled into the test objects themselves (see tests/CMakeLists.txt).
 function(tenzro_test_module name)
   cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
@@ -46,10 +48,8 @@ function(tenzro_test_module name)
   endif()
   add_executable(tenzro_${name}_tests ${srcs})
   target_link_libraries(tenzro_${name}_tests PRIVATE ${M_DEPS} tenzro_testutil GTest::gtest_main GTest::gmock)
-  target_compile_definitions(tenzro_${name}_tests PRIVATE
-    TENZRO_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
-    TENZRO_BIN="$<TARGET_FILE:tenzro>")
   add_dependencies(tenzro_${name}_tests tenzro)
+  set_property(GLOBAL APPEND PROPERTY TENZRO_TEST_TARGETS tenzro_${name}_tests)
   tenzro_o0_if_requested(tenzro_${name}_tests)
   gtest_discover_tests(tenzro_${name}_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT 300 LABELS ${name})
