@@ -8,7 +8,7 @@ function(tenzro_o0_if_requested target)
   endif()
 endfunction()
 
-# Precompiled headers (TENZRO_PCH, default ON): the third-party headers that
+# Precompiled headers (TENZRO_PCH, default OFF, see CMakeLists.txt): the third-party headers that
 # dominate parse time, one header set per group of targets compiled with the
 # same flags. The group's first target compiles the PCH and the others reuse
 # it (REUSE_FROM), so each group builds it once. Flags must match within a
