@@ -10,8 +10,13 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 setup:
 	./scripts/setup
 
+# ccache whenever it is installed (scripts/setup installs it; checked when the
+# recipe runs, i.e. after setup): see cmake/ccache-launch for the shared cache
+# directory (/var/cache/tenzro/ccache) and its settings.
+CCACHE_FLAGS = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
 configure: setup
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja $(CCACHE_FLAGS) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -22,8 +27,10 @@ test: build
 demo: build
 	$(BUILD)/src/cli/tenzro demo
 
-bench: build
-	./scripts/bench $(BUILD)
+# Builds the Google Benchmark programs (bench/) in $(BUILD) and runs each one
+# briefly; JSON results in $(BUILD)/bench/ (scripts/bench).
+bench: setup
+	CMAKE_FLAGS="$(CMAKE_FLAGS)" ./scripts/bench $(BUILD)
 
 fuzz: setup
 	./scripts/fuzz

@@ -32,7 +32,7 @@ constexpr const char* kModel = "tiny-qwen35moe";  // 2 layers x 8 experts
 constexpr const char* kPlaywrightVersion = "1.65.1";
 constexpr int kTtlS = 3;
 
-std::string BuildDir() { return TENZRO_BUILD_DIR; }
+std::string BuildDir() { return tenzro::testing::ProjectBuildDir(); }
 std::string Chromium() {
   const char* env = std::getenv("TENZRO_CHROMIUM");
   return env && *env ? env : "/usr/bin/chromium";
@@ -189,7 +189,7 @@ TEST(DashboardBrowserTest, ShowsAllHoldersAndUpdatesAfterAKill) {
   fs::remove(artifacts + "/dashboard-after-kill.png");
   const std::string marker = tmp.Join("killed");
   const std::string log = tmp.Join("browser.log");
-  ChildProcess script({node_js, std::string(TENZRO_TEST_SOURCE_DIR) + "/dashboard_browser.mjs", "--modules",
+  ChildProcess script({node_js, tenzro::testing::ProjectSourceDir() + "/tests/node/dashboard_browser.mjs", "--modules",
                        pw_dir + "/node_modules", "--url", a.http_url() + "/", "--out", artifacts, "--marker", marker,
                        "--holders", "3", "--timeout-ms", "60000", "--chromium", Chromium()},
                       log);

@@ -51,7 +51,7 @@ std::string Which(const std::string& name) {
 
 std::string SelfExe() { return fs::read_symlink("/proc/self/exe").string(); }
 std::string InteropDir() { return fs::path(SelfExe()).parent_path().string() + "/quic-interop"; }
-std::string ScriptDir() { return fs::path(TENZRO_TEST_DATA).parent_path().string() + "/quic/iroh"; }
+std::string ScriptDir() { return tenzro::testing::ProjectSourceDir() + "/tests/quic/iroh"; }
 std::string Modules(const std::string& which) { return InteropDir() + "/" + which + "/node_modules"; }
 
 Bytes Pattern(uint64_t n) {  // the same bytes as blobs_peer.mjs

@@ -20,9 +20,6 @@ extern char** environ;
 
 namespace tenzro::testing {
 
-std::string DataPath(const std::string& name) { return std::string(TENZRO_TEST_DATA) + "/" + name; }
-std::string TenzroBin() { return TENZRO_BIN; }
-
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/tenzro-test-XXXXXX";

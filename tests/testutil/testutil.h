@@ -17,6 +17,9 @@ namespace tenzro::testing {
 std::string DataPath(const std::string& name);
 // Path of the built `tenzro` binary.
 std::string TenzroBin();
+// Absolute paths of the checkout's root and of the build directory.
+std::string ProjectSourceDir();
+std::string ProjectBuildDir();
 
 // A fresh directory under $TMPDIR, removed recursively on destruction.
 class TempDir {
