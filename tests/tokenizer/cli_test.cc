@@ -41,7 +41,7 @@ TEST(TokenizeCli, Errors) {
   r = RunTenzro({"--data-dir", dir.path(), "tokenize", "--model", "no-such-model", "--text", "x"});
   EXPECT_EQ(r.exit_code, 3);
   r = RunTenzro({"--data-dir", dir.path(), "tokenize", "--model",
-                 std::string(TENZRO_TEST_DATA) + "/moe/tiny-qwen35moe-BF16.gguf", "--text", "x"});
+                 ::tenzro::testing::DataPath("moe/tiny-qwen35moe-BF16.gguf"), "--text", "x"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("no tokenizer"), std::string::npos);
 }

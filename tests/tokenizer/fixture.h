@@ -3,11 +3,12 @@
 
 #include <string>
 
+#include "testutil/testutil.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tenzro::tokenizer::testing {
 
-inline std::string FixturePath() { return std::string(TENZRO_TEST_DATA) + "/model/tiny-qwen35moe-tok-BF16.gguf"; }
+inline std::string FixturePath() { return ::tenzro::testing::DataPath("model/tiny-qwen35moe-tok-BF16.gguf"); }
 
 // The fixture's tokenizer (tests/data/model/README.md); aborts the test
 // binary if it does not load.

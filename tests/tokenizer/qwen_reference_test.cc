@@ -64,7 +64,7 @@ std::string Which(const std::string& name) {
 }
 
 std::string RefDir() { return fs::read_symlink("/proc/self/exe").parent_path().string() + "/qwen-reference"; }
-std::string Script() { return fs::path(TENZRO_TEST_DATA).parent_path().string() + "/tokenizer/qwen_reference.cjs"; }
+std::string Script() { return ::tenzro::testing::ProjectSourceDir() + "/tests/tokenizer/qwen_reference.cjs"; }
 
 // Installs the package into RefDir() unless already there; "" or why not.
 std::string EnsureInstalled() {

@@ -101,7 +101,7 @@ TEST(Tokenizer, ReadmePieces) {
 
 TEST(Tokenizer, RefPromptIds) {
   for (const char* name : {"chat-hi", "plain-license", "long-mixed"}) {
-    std::ifstream f(std::string(TENZRO_TEST_DATA) + "/model/ref/" + name + ".json");
+    std::ifstream f(::tenzro::testing::DataPath(std::string("model/ref/") + name + ".json"));
     ASSERT_TRUE(f) << name;
     auto j = nlohmann::json::parse(f);
     std::vector<int32_t> want = j["prompt_ids"].get<std::vector<int32_t>>();
@@ -187,7 +187,7 @@ TEST(Tokenizer, ValidUtf8DecodesExactly) {
 }
 
 TEST(Tokenizer, GgufRefusesOtherModels) {
-  auto f = format::GgufFile::Open(std::string(TENZRO_TEST_DATA) + "/moe/tiny-qwen35moe-BF16.gguf");
+  auto f = format::GgufFile::Open(::tenzro::testing::DataPath("moe/tiny-qwen35moe-BF16.gguf"));
   ASSERT_TRUE(f);
   auto t = TokenizerFromGguf(**f);
   ASSERT_FALSE(t);
