@@ -8,6 +8,7 @@
 //     prompt equal the float64 reference's, and the logits equal
 //     `tenzro generate --local`'s bit for bit; every expert call went to a
 //     remote holder;
+//     (also in text mode: the same text as the local run);
 //   * after SIGKILL of one holder, the same generation fails over and gives
 //     the same tokens and logits.
 #include <signal.h>
@@ -145,6 +146,14 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
               Secs(t0), swarm["prefill_ms"].get<double>(), swarm["decode_ms"].get<double>() / 15, calls.total,
               local["prefill_ms"].get<double>(), local["decode_ms"].get<double>() / 15);
 
+  // Human output: the same text as the local run prints, the swarm named on stderr.
+  auto text_args = gen;
+  text_args.pop_back();  // --json
+  auto human = n[0].Cli(text_args);
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_EQ(human.out, local["text"].get<std::string>() + "\n");
+  EXPECT_NE(human.err.find("experts on the swarm"), std::string::npos) << human.err;
+
   // SIGKILL the holder that served most calls; the next generation fails over.
   std::string busiest;
   for (const auto& [id, k] : calls.by_holder)
@@ -166,8 +175,10 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
   Calls failover = CallsOf(after.body["layers"]);
   EXPECT_GT(failover.failed, 0) << after.body["layers"].dump();
   EXPECT_EQ(failover.local, 0);
-  std::printf("[failover] at %.2f s: holder %d killed: %d holder calls, %d failed and re-planned; %.2f ms/token decode\n",
-              Secs(t0), victim, failover.total, failover.failed, after.body["decode_ms"].get<double>() / 15);
+  std::printf("[failover] at %.2f s: holder %d killed: %d holder calls (%s), %d failed and re-planned; prefill %.1f ms, "
+              "%.2f ms/token decode\n",
+              Secs(t0), victim, failover.total, after.body["layers"][0]["transports"].dump().c_str(), failover.failed,
+              after.body["prefill_ms"].get<double>(), after.body["decode_ms"].get<double>() / 15);
 
   // A clean stop drains and announces leaving: SIGTERM to all, then wait.
   for (int i = 0; i <= kHolders; ++i)
