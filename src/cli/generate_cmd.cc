@@ -1,7 +1,8 @@
 // `tenzro generate`: a prompt in, tokens out.
 //
 // With a node running for the data dir (DATA_DIR/node.json, or --node), a
-// model id from the catalog and no --local, the node generates
+// model id from the catalog or a spine blob (tenzro moe prepare-dense) and
+// no --local, the node generates
 // (POST /v1/model/generate, node/generate_service.h): the spine on the node,
 // the routed experts on the swarm's holders; the text is printed when the
 // answer arrives. Otherwise the whole model runs in-process
@@ -17,15 +18,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "blob/blob_uri.h"
 #include "catalog/catalog.h"
 #include "cli/command.h"
 #include "cli/model_source.h"
 #include "cli/node_client.h"
 #include "core/file.h"
+#include "format/checkpoint.h"
 #include "model/engine.h"
 #include "model/generator.h"
 #include "model/stop_matcher.h"
 #include "node/runtime_service.h"
+#include "prepare/spine.h"
 #include "tokenizer/chat_format.h"
 #include "tokenizer/load.h"
 #include "tokenizer/stream_decoder.h"
@@ -71,13 +75,28 @@ Result<std::vector<int32_t>> PromptIds(const GenerateArgs& a, const tokenizer::T
   return ids;
 }
 
-// The node to generate on, or nullopt for in-process: --local, a model that
-// is not a catalog id here, or no node running for the data dir (an
-// explicit --node that does not answer is an error).
-Result<std::optional<NodeClient>> GenerateNode(const GenerateArgs& a, const Globals& g) {
-  if (a.local) return std::optional<NodeClient>();
+// What the node is asked to run: a catalog id, or a spine blob (its model
+// id from its tenzro.model_id). nullopt for a checkpoint path.
+struct NodeModel {
+  std::string model, spine;
+};
+std::optional<NodeModel> NodeModelOf(const GenerateArgs& a, const Globals& g, const std::string& path) {
   auto cat = catalog::Catalog::Load(DataDir(g));
-  if (!cat || !cat->Lookup(a.model)) return std::optional<NodeClient>();
+  if (cat && cat->Lookup(a.model)) return NodeModel{a.model, ""};
+  if (!blob::ParseHashOrUri(a.model)) return std::nullopt;
+  auto ckpt = format::Checkpoint::Open(path);
+  if (!ckpt) return std::nullopt;
+  auto id = (*ckpt)->GetString(prepare::kSpineModelIdKey);
+  if (!id) return std::nullopt;
+  return NodeModel{*id, a.model};
+}
+
+// The node to generate on, or nullopt for in-process: --local, a model that
+// is neither a catalog id nor a spine blob here, or no node running for the
+// data dir (an explicit --node that does not answer is an error).
+Result<std::optional<NodeClient>> GenerateNode(const GenerateArgs& a, const Globals& g,
+                                               const std::optional<NodeModel>& target) {
+  if (a.local || !target) return std::optional<NodeClient>();
   auto c = ConnectToNode(g);
   Result<nlohmann::json> info = c ? c->Get("/v1/node/info") : Result<nlohmann::json>(c.error());
   if (!info) {
@@ -125,9 +144,10 @@ Result<void> PrintNodeAnswer(const GenerateArgs& a, const std::vector<int32_t>& 
   return Ok();
 }
 
-Result<void> GenerateOnNode(const GenerateArgs& a, NodeClient& node, const std::vector<int32_t>& prompt) {
+Result<void> GenerateOnNode(const GenerateArgs& a, NodeClient& node, const NodeModel& target,
+                            const std::vector<int32_t>& prompt) {
   const model::SamplingParams& s = a.sampling;
-  nlohmann::json body = {{"model", a.model},
+  nlohmann::json body = {{"model", target.model},
                          {"prompt_ids", prompt},
                          {"max_tokens", a.max_tokens},
                          {"temperature", s.temperature},
@@ -142,6 +162,7 @@ Result<void> GenerateOnNode(const GenerateArgs& a, NodeClient& node, const std::
                          {"ignore_eos", a.ignore_eos},
                          {"logits", !a.logits_out.empty()}};
   if (a.ctx > 0) body["ctx"] = a.ctx;
+  if (!target.spine.empty()) body["spine"] = target.spine;
   TENZRO_TRY(nlohmann::json r, node.Post("/v1/model/generate", body));
   return PrintNodeAnswer(a, prompt, r);
 }
@@ -151,8 +172,9 @@ Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
   TENZRO_TRY(std::string path, ResolveModelFile(g, a.model));
   TENZRO_TRY(auto tok, tokenizer::LoadTokenizer(path));
   TENZRO_TRY(std::vector<int32_t> prompt, PromptIds(a, *tok));
-  TENZRO_TRY(std::optional<NodeClient> node, GenerateNode(a, g));
-  if (node) return GenerateOnNode(a, *node, prompt);
+  const std::optional<NodeModel> target = a.local ? std::nullopt : NodeModelOf(a, g, path);
+  TENZRO_TRY(std::optional<NodeClient> node, GenerateNode(a, g, target));
+  if (node) return GenerateOnNode(a, *node, *target, prompt);
   model::EngineOptions eo;
   eo.threads = a.threads;
   TENZRO_TRY(auto engine, model::Engine::Open(path, eo));

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "blob/blob_store.h"
+#include "blob/blob_uri.h"
 #include "catalog/catalog.h"
 #include "format/checkpoint.h"
 #include "model/arch.h"
@@ -15,7 +17,9 @@
 #include "model/generator.h"
 #include "model/stop_matcher.h"
 #include "net/json_http.h"
+#include "prepare/spine.h"
 #include "node/dispatch_service.h"
+#include "node/moe_services.h"
 #include "node/node.h"
 #include "node/runtime_service.h"
 #include "node/swarm_moe_executor.h"
@@ -39,6 +43,7 @@ struct ServedModel {
 
 struct GenerateRequest {
   std::string model;
+  std::string spine;  // blob URI / hash of a spine in this node's store, or ""
   std::vector<int32_t> prompt;
   model::GenerateOptions options;
   std::vector<std::string> stop;
@@ -50,6 +55,10 @@ Result<GenerateRequest> ParseRequest(const json& b) {
   if (!b.contains("model") || !b["model"].is_string())
     return Error::InvalidArgument("request: missing string field 'model'");
   TENZRO_TRY(r.model, catalog::NormalizeModelId(b["model"].get<std::string>()));
+  if (b.contains("spine") && !b["spine"].is_null()) {
+    if (!b["spine"].is_string()) return Error::InvalidArgument("request: 'spine' must be a blob URI");
+    r.spine = b["spine"].get<std::string>();
+  }
   if (!b.contains("prompt_ids") || !b["prompt_ids"].is_array() || b["prompt_ids"].empty())
     return Error::InvalidArgument("request: 'prompt_ids' must be a non-empty array of token ids");
   for (const json& v : b["prompt_ids"]) {
@@ -113,7 +122,7 @@ class GenerateService {
     if (fo.dtype != dispatch::RowType::kF32)
       return Error::InvalidArgument("request: generation sends f32 rows (exact); 'wire_dtype' must be \"f32\"");
     fo.spot_check = NodeSpotCheckOptions(node_);
-    TENZRO_TRY(ServedModel * m, Open(req.model, fo));
+    TENZRO_TRY(ServedModel * m, Open(req.model, req.spine, fo));
     m->executor->set_options(fo);
     m->executor->ResetStats();
     for (int32_t id : req.prompt)
@@ -161,18 +170,34 @@ class GenerateService {
   }
 
  private:
-  Result<ServedModel*> Open(const std::string& id, const dispatch::ForwardOptions& fo) {
+  // The file the engine opens: the spine blob when given, else the
+  // catalog's checkpoint.
+  Result<std::string> PathOf(const std::string& id, const std::string& spine) {
+    if (!spine.empty()) {
+      TENZRO_TRY(blob::Blake3Hash hash, blob::ParseHashOrUri(spine));
+      TENZRO_TRY(std::shared_ptr<blob::BlobStore> store, NodeBlobStore(node_));
+      if (!store->Has(hash))
+        return Error::NotFound("spine {} is not in this node's blob store (tenzro blob get)", spine);
+      return store->DataPath(hash);
+    }
     TENZRO_TRY(catalog::Catalog cat, catalog::Catalog::Load(node_.data_dir()));
     const catalog::CatalogEntry* e = cat.Lookup(id);
     if (!e)
       return Error::NotFound("model '{}' is not in this node's catalog (tenzro moe catalog-add --model {} "
-                             "--checkpoint FILE)", id, id);
+                             "--checkpoint FILE) and no spine was given", id, id);
+    return e->checkpoint;
+  }
+
+  Result<ServedModel*> Open(const std::string& id, const std::string& spine, const dispatch::ForwardOptions& fo) {
+    TENZRO_TRY(std::string path, PathOf(id, spine));
     auto it = models_.find(id);
-    if (it != models_.end() && it->second->path == e->checkpoint) return it->second.get();
+    if (it != models_.end() && it->second->path == path) return it->second.get();
     if (it != models_.end()) models_.erase(it);
     auto m = std::make_unique<ServedModel>();
-    m->path = e->checkpoint;
+    m->path = path;
     TENZRO_TRY(m->spine, format::Checkpoint::Open(m->path));
+    if (auto named = m->spine->GetString(prepare::kSpineModelIdKey); named && *named != id)
+      return Error::InvalidArgument("spine {} is the spine of model '{}', not '{}'", spine, *named, id);
     TENZRO_TRY(m->tok, tokenizer::LoadTokenizer(m->path));
     const model::ArchDef* arch = model::FindArch(m->spine->architecture());
     if (!arch)

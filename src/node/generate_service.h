@@ -2,7 +2,7 @@
 // on the swarm (docs/engine.md, docs/formats/admin-api.md).
 //
 //   POST /v1/model/generate   (admin listener)
-//     {"model": catalog id, "prompt_ids": [int...], "max_tokens"?: 128,
+//     {"model": model id, "spine"?: tenzro://blob/<hash>, "prompt_ids": [int...], "max_tokens"?: 128,
 //      "temperature"?, "top_k"?, "top_p"?, "min_p"?, "repeat_penalty"?,
 //      "presence_penalty"?, "frequency_penalty"?, "seed"?, "stop"?: [str],
 //      "ignore_eos"?: false, "logits"?: false, "ctx"?: positions,
@@ -13,9 +13,11 @@
 //         totals, SwarmMoeExecutor::StatsJson], "n_vocab",
 //         "logits_rows"?, "logits_f32_b64"?}
 //
-// The model's checkpoint comes from the node's catalog: the engine runs its
+// The engine opens the spine blob when "spine" is given (one in this node's
+// store, from `tenzro moe prepare-dense`; its tenzro.model_id must be
+// "model"), else the model's checkpoint from the node's catalog. It runs the
 // dense spine here, and a SwarmMoeExecutor (swarm_moe_executor.h) gates each
-// layer here with the checkpoint's routers and shared experts and sends the
+// layer here with that file's routers and shared experts and sends the
 // routed experts to the swarm's holders through the node's dispatcher (with
 // the node's spot-check settings). Rows travel as f32, so tokens and logits
 // are bit for bit those of `tenzro generate --local`. The engine (a view of
@@ -23,7 +25,8 @@
 // reopened when the catalog points the id at another file. Generations run
 // one at a time on their own thread (a generation waits on remote holders,
 // whose exec requests run on the holders' worker pools).
-// Errors: kNotFound for a model not in the catalog, kInvalidArgument for a
+// Errors: kNotFound for a model not in the catalog (or a spine not in the
+// store), kInvalidArgument for a
 // bad field (named), the engine's and the dispatcher's errors otherwise.
 #pragma once
 

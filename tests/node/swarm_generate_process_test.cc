@@ -8,7 +8,9 @@
 //     prompt equal the float64 reference's, and the logits equal
 //     `tenzro generate --local`'s bit for bit; every expert call went to a
 //     remote holder;
-//     (also in text mode: the same text as the local run);
+//     (also in text mode: the same text as the local run), and again with
+//     the engine on the spine blob N0 publishes (prepare-dense) instead of
+//     the checkpoint;
 //   * after SIGKILL of one holder, the same generation fails over and gives
 //     the same tokens and logits.
 #include <signal.h>
@@ -153,6 +155,18 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
   ASSERT_EQ(human.exit_code, 0) << human.err;
   EXPECT_EQ(human.out, local["text"].get<std::string>() + "\n");
   EXPECT_NE(human.err.find("experts on the swarm"), std::string::npos) << human.err;
+
+  // From the spine blob instead of the checkpoint (prepare-dense on N0):
+  // `--model tenzro://blob/<hash>` goes to the node too, same bits.
+  json dense = n[0].CliJson({"moe", "prepare-dense", "--model-id", kModel, "--wait", "--json"});
+  ASSERT_EQ(dense.value("state", ""), "done") << dense.dump();
+  args = {"generate", "--model", dense["result"]["uri"].get<std::string>(), "--prompt-tokens", prompt,
+          "--max-tokens", "16", "--ignore-eos", "--json", "--logits-out", tmp.Join("spine.f32")};
+  json from_spine = n[0].CliJson(args);
+  EXPECT_EQ(from_spine.value("executor", ""), "swarm") << from_spine.dump();
+  EXPECT_EQ(from_spine["tokens"], ref["greedy_ids"]);
+  EXPECT_TRUE(*ReadTextFile(tmp.Join("spine.f32")) == local_logits) << "logits from the spine blob differ";
+  EXPECT_EQ(CallsOf(from_spine["layers"]).local, 0);
 
   // SIGKILL the holder that served most calls; the next generation fails over.
   std::string busiest;
