@@ -79,6 +79,7 @@ Result<void> SwarmMoeExecutor::Run(int layer, const float* x, int n_tok, float* 
     ++st.calls_by_transport[std::string(dispatch::TransportName(c.target.transport))];
     ++st.calls_by_holder[c.target.node_id];
   }
+  st.spot_calls += static_cast<int>(rep->spot_calls.size());
   st.total_ms += MsSince(t0);
   return Ok();
 }
@@ -103,6 +104,7 @@ nlohmann::json SwarmMoeExecutor::StatsJson() const {
                    {"rounds", s.rounds},
                    {"holder_calls", s.holder_calls},
                    {"failed_calls", s.failed_calls},
+                   {"spot_calls", s.spot_calls},
                    {"transports", s.calls_by_transport},
                    {"holders", s.calls_by_holder}});
   }

@@ -47,6 +47,7 @@ struct SwarmLayerStats {
   int rounds = 0;           // summed over forwards (1 per forward without failover)
   int holder_calls = 0;     // executor calls, all rounds
   int failed_calls = 0;     // calls that failed (holder banned, work re-planned)
+  int spot_calls = 0;       // re-runs of remote results on another replica (spot checks)
   std::map<std::string, int> calls_by_transport;  // "local" | "http" | "quic"
   std::map<std::string, int> calls_by_holder;     // node id -> calls
 };
@@ -70,7 +71,7 @@ class SwarmMoeExecutor : public model::MoeExecutor {
   const std::vector<SwarmLayerStats>& stats() const { return stats_; }
   void ResetStats();
   // [{"layer", "forwards", "tokens", "gate_ms", ..., "holder_calls", "failed_calls",
-  //   "transports": {...}, "holders": {node_id: calls}}] (docs/formats/admin-api.md).
+  //   "spot_calls", "transports": {...}, "holders": {node_id: calls}}] (docs/formats/admin-api.md).
   nlohmann::json StatsJson() const;
 
  private:
