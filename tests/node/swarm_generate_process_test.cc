@@ -148,6 +148,13 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
               Secs(t0), swarm["prefill_ms"].get<double>(), swarm["decode_ms"].get<double>() / 15, calls.total,
               local["prefill_ms"].get<double>(), local["decode_ms"].get<double>() / 15);
 
+  for (const json& l : swarm["layers"])
+    std::printf("[swarm] layer %d: %d forwards, per forward gate+shared %.2f ms, plan %.2f ms, exec %.2f ms, "
+                "combine %.3f ms, total %.2f ms\n",
+                l["layer"].get<int>(), l["forwards"].get<int>(),
+                (l["gate_ms"].get<double>() + l["shared_ms"].get<double>()) / 16, l["plan_ms"].get<double>() / 16,
+                l["exec_ms"].get<double>() / 16, l["combine_ms"].get<double>() / 16, l["total_ms"].get<double>() / 16);
+
   // Human output: the same text as the local run prints, the swarm named on stderr.
   auto text_args = gen;
   text_args.pop_back();  // --json
