@@ -1,8 +1,15 @@
-// `tenzro generate`: a prompt in, tokens out — the whole model in-process
-// (model/engine.h): the spine and every routed expert from one checkpoint.
-// Text streams to stdout as it is produced (whole UTF-8 characters, stop
-// strings held back until they cannot match); timings go to stderr.
-// docs/cli.md, docs/engine.md.
+// `tenzro generate`: a prompt in, tokens out.
+//
+// With a node running for the data dir (DATA_DIR/node.json, or --node), a
+// model id from the catalog or a spine blob (tenzro moe prepare-dense) and
+// no --local, the node generates
+// (POST /v1/model/generate, node/generate_service.h): the spine on the node,
+// the routed experts on the swarm's holders; the text is printed when the
+// answer arrives. Otherwise the whole model runs in-process
+// (model/engine.h): the spine and every routed expert from one checkpoint,
+// text streamed as it is produced (whole UTF-8 characters, stop strings held
+// back until they cannot match). Both give the same tokens and logits bit
+// for bit. Timings go to stderr. docs/cli.md, docs/engine.md.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -11,12 +18,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "blob/blob_uri.h"
+#include "catalog/catalog.h"
 #include "cli/command.h"
 #include "cli/model_source.h"
+#include "cli/node_client.h"
 #include "core/file.h"
+#include "format/checkpoint.h"
 #include "model/engine.h"
 #include "model/generator.h"
 #include "model/stop_matcher.h"
+#include "node/runtime_service.h"
+#include "prepare/spine.h"
 #include "tokenizer/chat_format.h"
 #include "tokenizer/load.h"
 #include "tokenizer/stream_decoder.h"
@@ -62,11 +75,106 @@ Result<std::vector<int32_t>> PromptIds(const GenerateArgs& a, const tokenizer::T
   return ids;
 }
 
+// What the node is asked to run: a catalog id, or a spine blob (its model
+// id from its tenzro.model_id). nullopt for a checkpoint path.
+struct NodeModel {
+  std::string model, spine;
+};
+std::optional<NodeModel> NodeModelOf(const GenerateArgs& a, const Globals& g, const std::string& path) {
+  auto cat = catalog::Catalog::Load(DataDir(g));
+  if (cat && cat->Lookup(a.model)) return NodeModel{a.model, ""};
+  if (!blob::ParseHashOrUri(a.model)) return std::nullopt;
+  auto ckpt = format::Checkpoint::Open(path);
+  if (!ckpt) return std::nullopt;
+  auto id = (*ckpt)->GetString(prepare::kSpineModelIdKey);
+  if (!id) return std::nullopt;
+  return NodeModel{*id, a.model};
+}
+
+// The node to generate on, or nullopt for in-process: --local, a model that
+// is neither a catalog id nor a spine blob here, or no node running for the
+// data dir (an explicit --node that does not answer is an error).
+Result<std::optional<NodeClient>> GenerateNode(const GenerateArgs& a, const Globals& g,
+                                               const std::optional<NodeModel>& target) {
+  if (a.local || !target) return std::optional<NodeClient>();
+  auto c = ConnectToNode(g);
+  Result<nlohmann::json> info = c ? c->Get("/v1/node/info") : Result<nlohmann::json>(c.error());
+  if (!info) {
+    if (info.error().code() == ErrorCode::kUnavailable && g.node_url.empty()) return std::optional<NodeClient>();
+    return info.error();
+  }
+  return std::optional<NodeClient>(std::move(*c));
+}
+
+Result<void> PrintNodeAnswer(const GenerateArgs& a, const std::vector<int32_t>& prompt, const nlohmann::json& r) {
+  if (!a.logits_out.empty()) {
+    TENZRO_TRY(Bytes raw, node::Base64Decode(r.value("logits_f32_b64", "")));
+    TENZRO_CHECK_OK(WriteFileAtomic(a.logits_out, ByteSpan(raw.data(), raw.size())));
+  }
+  const std::string text = r.value("text", "");
+  int holder_calls = 0, failed = 0;
+  for (const auto& l : r["layers"]) {
+    holder_calls += l.value("holder_calls", 0);
+    failed += l.value("failed_calls", 0);
+  }
+  if (a.json) {
+    nlohmann::json j = {{"model", a.model},
+                        {"prompt_ids", prompt},
+                        {"tokens", r["tokens"]},
+                        {"text", text},
+                        {"finish_reason", r["finish_reason"]},
+                        {"prompt_tokens", r["prompt_tokens"]},
+                        {"generated_tokens", r["generated_tokens"]},
+                        {"prefill_ms", r["prefill_ms"]},
+                        {"decode_ms", r["decode_ms"]},
+                        {"decode_tokens_per_s", r["decode_tokens_per_s"]},
+                        {"executor", "swarm"},
+                        {"layers", r["layers"]}};
+    if (r.contains("logits_rows")) j["logits_rows"] = r["logits_rows"];
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return Ok();
+  }
+  fmt::print("{}\n", text);
+  fmt::print(stderr,
+             "prompt {} tokens in {:.1f} ms; {} tokens in {:.1f} ms ({:.1f} tok/s); finish: {}; on the node, experts "
+             "on the swarm ({} holder calls, {} failed)\n",
+             r.value("prompt_tokens", 0), r.value("prefill_ms", 0.0), r.value("generated_tokens", 0),
+             r.value("decode_ms", 0.0), r.value("decode_tokens_per_s", 0.0), r.value("finish_reason", ""),
+             holder_calls, failed);
+  return Ok();
+}
+
+Result<void> GenerateOnNode(const GenerateArgs& a, NodeClient& node, const NodeModel& target,
+                            const std::vector<int32_t>& prompt) {
+  const model::SamplingParams& s = a.sampling;
+  nlohmann::json body = {{"model", target.model},
+                         {"prompt_ids", prompt},
+                         {"max_tokens", a.max_tokens},
+                         {"temperature", s.temperature},
+                         {"top_k", s.top_k},
+                         {"top_p", s.top_p},
+                         {"min_p", s.min_p},
+                         {"repeat_penalty", s.repetition_penalty},
+                         {"presence_penalty", s.presence_penalty},
+                         {"frequency_penalty", s.frequency_penalty},
+                         {"seed", s.seed},
+                         {"stop", a.stop},
+                         {"ignore_eos", a.ignore_eos},
+                         {"logits", !a.logits_out.empty()}};
+  if (a.ctx > 0) body["ctx"] = a.ctx;
+  if (!target.spine.empty()) body["spine"] = target.spine;
+  TENZRO_TRY(nlohmann::json r, node.Post("/v1/model/generate", body));
+  return PrintNodeAnswer(a, prompt, r);
+}
+
 Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
   if (a.think && a.no_think) return Error::InvalidArgument("--think and --no-think exclude each other");
   TENZRO_TRY(std::string path, ResolveModelFile(g, a.model));
   TENZRO_TRY(auto tok, tokenizer::LoadTokenizer(path));
   TENZRO_TRY(std::vector<int32_t> prompt, PromptIds(a, *tok));
+  const std::optional<NodeModel> target = a.local ? std::nullopt : NodeModelOf(a, g, path);
+  TENZRO_TRY(std::optional<NodeClient> node, GenerateNode(a, g, target));
+  if (node) return GenerateOnNode(a, *node, *target, prompt);
   model::EngineOptions eo;
   eo.threads = a.threads;
   TENZRO_TRY(auto engine, model::Engine::Open(path, eo));
@@ -131,7 +239,8 @@ Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
 
 void RegisterGenerate(CLI::App& root, Globals& g) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* c = root.add_subcommand("generate", "Generate text from a prompt with the whole model in-process");
+  CLI::App* c = root.add_subcommand(
+      "generate", "Generate text from a prompt: on the running node with the experts on the swarm, or in-process");
   c->add_option("--model,--model-id", a->model, "Model id (catalog), checkpoint path or tenzro://blob/<hash> of a spine")
       ->required();
   c->add_option("--prompt", a->prompt, "Raw prompt text (special tokens such as <|im_start|> are recognised)");
@@ -152,9 +261,9 @@ void RegisterGenerate(CLI::App& root, Globals& g) {
   c->add_option("--stop", a->stop, "Stop string (repeatable, at most 4); not printed");
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-generation tokens");
   c->add_option("--logits-out", a->logits_out, "Write float32 logits [positions][n_vocab] of every position fed");
-  c->add_option("--threads", a->threads, "Compute threads (default: all)");
+  c->add_option("--threads", a->threads, "Compute threads, in-process (default: all)");
   c->add_option("--ctx", a->ctx, "Session positions (default: prompt + max tokens)");
-  c->add_flag("--local", a->local, "Run everything in-process (the only mode today)");
+  c->add_flag("--local", a->local, "Run everything in-process even when a node runs for the data dir");
   c->add_flag("--json", a->json, "Print one JSON object at the end instead of streaming text");
   SetAction(c, g, [&g, a] { return RunGenerate(*a, g); });
 }

@@ -3,6 +3,7 @@
 #include "node/dashboard.h"
 #include "node/dispatch_service.h"
 #include "node/exec_service.h"
+#include "node/generate_service.h"
 #include "node/moe_services.h"
 #include "node/node_metrics.h"
 #include "node/quic_service.h"
@@ -18,6 +19,7 @@ tenzro::Result<void> QuicService(tenzro::node::Node& n) { return tenzro::node::A
 tenzro::Result<void> SwarmService(tenzro::node::Node& n) { return tenzro::node::AddSwarmService(n); }
 tenzro::Result<void> ExecService(tenzro::node::Node& n) { return tenzro::node::AddExecService(n); }
 tenzro::Result<void> DispatchService(tenzro::node::Node& n) { return tenzro::node::AddDispatchService(n); }
+tenzro::Result<void> GenerateService(tenzro::node::Node& n) { return tenzro::node::AddGenerateService(n); }
 tenzro::Result<void> MetricsService(tenzro::node::Node& n) {
   tenzro::node::AddNodeMetrics(n);
   return tenzro::Ok();
@@ -32,5 +34,6 @@ TENZRO_NODE_SERVICE(QuicService);  // before SwarmService: it advertises the QUI
 TENZRO_NODE_SERVICE(SwarmService);
 TENZRO_NODE_SERVICE(ExecService);
 TENZRO_NODE_SERVICE(DispatchService);
+TENZRO_NODE_SERVICE(GenerateService);
 TENZRO_NODE_SERVICE(MetricsService);
 TENZRO_NODE_SERVICE(DashboardService);

@@ -425,9 +425,7 @@ Result<ForwardReport> Dispatcher::Forward(const ForwardInput& in, const ForwardO
   }
 
   const auto t_comb = Clock::now();
-  runtime::CombineRouted(routing, slot_of, ys.data(), in.d_model, out);
-  if (in.shared)
-    for (size_t i = 0; i < n_val; ++i) out[i] += in.shared[i];
+  runtime::CombineMoeBlock(routing, slot_of, ys.data(), in.shared, in.d_model, out);
   report.combine_ms = MsSince(t_comb);
   report.total_ms = MsSince(t_start);
   return report;

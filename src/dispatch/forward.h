@@ -15,9 +15,9 @@
 //      holder again in this forward; at most `max_rounds` rounds; calls to
 //      measured holders get a deadline adapted to their expected time
 //      (ForwardOptions::min_timeout, timeout_factor);
-//   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order
-//      (runtime::CombineRouted, the local block's own code, so with f32 rows
-//      the result is bit for bit the local forward's), + shared.
+//   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order, + shared
+//      (runtime::CombineMoeBlock, the local block's own code, so with f32
+//      rows the result is bit for bit the local forward's).
 //   6. spot checks (spot_check.h): a seeded fraction of the remote results
 //      is re-run on another replica (this node when it holds the expert)
 //      and compared; a holder caught answering wrong rows is banned for

@@ -5,7 +5,8 @@
 // output (routed experts combined by their router weights, plus the shared
 // expert). LocalMoeExecutor runs everything in-process on the checkpoint's
 // own expert slabs (runtime::ComputeMoeBlock, zero-copy views into the mmap);
-// a distributed executor (experts on the swarm) implements the same call.
+// node::SwarmMoeExecutor (node/swarm_moe_executor.h) implements the same call
+// with the routed experts on the swarm, bit for bit equal with f32 rows.
 //
 // Thread-safety: Run may be called from one thread at a time per executor.
 #pragma once

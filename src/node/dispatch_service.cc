@@ -29,7 +29,9 @@ net::Response Answer(const net::Request& http, const std::function<Result<json>(
   return net::JsonResponse(*r);
 }
 
-Result<dispatch::ForwardOptions> OptionsOf(const json& b) {
+}  // namespace
+
+Result<dispatch::ForwardOptions> ParseForwardOptions(const json& b) {
   dispatch::ForwardOptions o;
   if (b.contains("on_missing") && !b["on_missing"].is_null()) {
     if (!b["on_missing"].is_string()) return Error::InvalidArgument("request: 'on_missing' must be a string");
@@ -54,9 +56,9 @@ Result<dispatch::ForwardOptions> OptionsOf(const json& b) {
   return o;
 }
 
-// Spot checks as configured (--spot-check-*); the seed is drawn once per
-// process, so which results get checked cannot be predicted by a holder.
-dispatch::SpotCheckOptions SpotOptions(const Node& node) {
+// The seed is drawn once per process, so which results get checked cannot be
+// predicted by a holder.
+dispatch::SpotCheckOptions NodeSpotCheckOptions(const Node& node) {
   static const uint64_t seed = [] {
     std::random_device rd;
     return (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -69,11 +71,13 @@ dispatch::SpotCheckOptions SpotOptions(const Node& node) {
   return o;
 }
 
+namespace {
+
 Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, const json& body,
                                 const dispatch::SpotCheckOptions& spot) {
   const auto t0 = Clock::now();
   TENZRO_TRY(ForwardRequest fr, ParseForwardRequest(body));
-  TENZRO_TRY(dispatch::ForwardOptions opt, OptionsOf(body));
+  TENZRO_TRY(dispatch::ForwardOptions opt, ParseForwardOptions(body));
   opt.spot_check = spot;
   if (fr.n_tokens > (1 << 20)) return Error::InvalidArgument("n_tokens {} is over 1048576", fr.n_tokens);
   const int n_tok = static_cast<int>(fr.n_tokens);
@@ -230,7 +234,7 @@ Result<void> AddDispatchService(Node& node) {
   r.AddOnPool("POST", "/v1/moe/forward-distributed", forward_pool.get(), [rt, n](const net::Request& http) {
     return Answer(http, [&](const json& b) -> Result<json> {
       TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
-      auto r = ForwardDistributed(*rt, *d, b, SpotOptions(*n));
+      auto r = ForwardDistributed(*rt, *d, b, NodeSpotCheckOptions(*n));
       RecordForward(b, r);
       return r;
     });

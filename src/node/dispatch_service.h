@@ -37,4 +37,12 @@ Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node);
 
 Result<void> AddDispatchService(Node& node);
 
+// The optional "on_missing", "wire_dtype", "timeout_ms" (1..600000) and
+// "max_rounds" (1..10) fields of a request body over the defaults;
+// kInvalidArgument naming a bad field.
+Result<dispatch::ForwardOptions> ParseForwardOptions(const nlohmann::json& body);
+
+// Spot checks as configured (--spot-check-*), with a per-process seed.
+dispatch::SpotCheckOptions NodeSpotCheckOptions(const Node& node);
+
 }  // namespace tenzro::node

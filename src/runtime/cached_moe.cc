@@ -9,9 +9,12 @@
 
 namespace tenzro::runtime {
 
-Result<void> ComputeRoutedCached(ExpertCache& cache, const std::string& model, int layer,
-                                 const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
-                                 float* out, ThreadPool* pool, bool prefetch) {
+namespace {
+
+// The routed experts from the cache, then CombineMoeBlock with `shared`.
+Result<void> RoutedCachedBlock(ExpertCache& cache, const std::string& model, int layer,
+                               const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
+                               const float* shared, float* out, ThreadPool* pool, bool prefetch) {
   const int n_tok = static_cast<int>(routing.size());
   const std::vector<size_t> slot_of = RoutingSlots(routing);
   // Tokens (and their slot) per expert, in token order; experts ascending.
@@ -39,9 +42,17 @@ Result<void> ComputeRoutedCached(ExpertCache& cache, const std::string& model, i
     TENZRO_TRY(PinnedExpert pin, cache.Pin(keys[i_key++]));
     TENZRO_CHECK_OK(RunExpertBatch(pin.weights(), e, toks, x, n_embd, ys.data(), pool, xb, yb));
   }
-  // Same summation as ComputeRoutedExperts (moe_block.cc): routing order.
-  CombineRouted(routing, slot_of, ys.data(), n_embd, out);
+  // Same summation as ComputeMoeBlock (moe_block.cc): routing order, then shared.
+  CombineMoeBlock(routing, slot_of, ys.data(), shared, n_embd, out);
   return Ok();
+}
+
+}  // namespace
+
+Result<void> ComputeRoutedCached(ExpertCache& cache, const std::string& model, int layer,
+                                 const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
+                                 float* out, ThreadPool* pool, bool prefetch) {
+  return RoutedCachedBlock(cache, model, layer, routing, x, n_embd, /*shared=*/nullptr, out, pool, prefetch);
 }
 
 Result<std::vector<TokenRouting>> ForwardMoeLayer(ExpertCache& cache, const std::string& model, int layer,
@@ -51,12 +62,13 @@ Result<std::vector<TokenRouting>> ForwardMoeLayer(ExpertCache& cache, const std:
   if (n_tok < 0) return Error::InvalidArgument("n_tok {} is negative", n_tok);
   TENZRO_TRY(std::vector<TokenRouting> r, Route(gate.router, routing, x, n_tok, pool));
   const int64_t n_embd = gate.router.n_embd();
-  TENZRO_CHECK_OK(ComputeRoutedCached(cache, model, layer, r, x, n_embd, out, pool, options.prefetch));
+  std::vector<float> sh;
   if (options.include_shared && gate.shared && n_tok > 0) {
-    std::vector<float> sh(static_cast<size_t>(n_tok) * n_embd);
+    sh.resize(static_cast<size_t>(n_tok) * n_embd);
     TENZRO_CHECK_OK(SharedExpertFfn(*gate.shared, x, n_tok, sh.data(), pool));
-    for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
   }
+  TENZRO_CHECK_OK(RoutedCachedBlock(cache, model, layer, r, x, n_embd, sh.empty() ? nullptr : sh.data(), out, pool,
+                                    options.prefetch));
   return r;
 }
 

@@ -7,9 +7,11 @@
 
 namespace tenzro::runtime {
 
-Result<void> ComputeRoutedExperts(const std::vector<const ExpertWeights*>& experts,
-                                  const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
-                                  float* out, ThreadPool* pool) {
+namespace {
+
+// The routed experts, then CombineMoeBlock with `shared` (may be null).
+Result<void> RoutedBlock(const std::vector<const ExpertWeights*>& experts, const std::vector<TokenRouting>& routing,
+                         const float* x, int64_t n_embd, const float* shared, float* out, ThreadPool* pool) {
   const int n_tok = static_cast<int>(routing.size());
   // slot_of[t] = first slot of token t in the per-(token, k) output buffer.
   const std::vector<size_t> slot_of = RoutingSlots(routing);
@@ -29,8 +31,16 @@ Result<void> ComputeRoutedExperts(const std::vector<const ExpertWeights*>& exper
     if (by_expert[e].empty()) continue;
     TENZRO_CHECK_OK(RunExpertBatch(*experts[e], static_cast<int>(e), by_expert[e], x, n_embd, ys.data(), pool, xb, yb));
   }
-  CombineRouted(routing, slot_of, ys.data(), n_embd, out);
+  CombineMoeBlock(routing, slot_of, ys.data(), shared, n_embd, out);
   return Ok();
+}
+
+}  // namespace
+
+Result<void> ComputeRoutedExperts(const std::vector<const ExpertWeights*>& experts,
+                                  const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
+                                  float* out, ThreadPool* pool) {
+  return RoutedBlock(experts, routing, x, n_embd, /*shared=*/nullptr, out, pool);
 }
 
 Result<std::vector<TokenRouting>> ComputeMoeBlock(const MoeBlockWeights& w, const float* x, int n_tok, float* out,
@@ -40,14 +50,14 @@ Result<std::vector<TokenRouting>> ComputeMoeBlock(const MoeBlockWeights& w, cons
                                   w.router.n_expert());
   TENZRO_TRY(std::vector<TokenRouting> routing, Route(w.router, w.routing, x, n_tok, pool));
   const int64_t n_embd = w.router.n_embd();
-  TENZRO_CHECK_OK(ComputeRoutedExperts(w.experts, routing, x, n_embd, out, pool));
+  std::vector<float> sh;
   if (options.include_shared && w.shared && n_tok > 0) {
     if (w.shared->ffn.n_embd() != n_embd)
       return Error::InvalidArgument("shared expert has n_embd {}, the block {}", w.shared->ffn.n_embd(), n_embd);
-    std::vector<float> sh(static_cast<size_t>(n_tok) * n_embd);
+    sh.resize(static_cast<size_t>(n_tok) * n_embd);
     TENZRO_CHECK_OK(SharedExpertFfn(*w.shared, x, n_tok, sh.data(), pool));
-    for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
   }
+  TENZRO_CHECK_OK(RoutedBlock(w.experts, routing, x, n_embd, sh.empty() ? nullptr : sh.data(), out, pool));
   return routing;
 }
 

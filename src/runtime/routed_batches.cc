@@ -40,4 +40,12 @@ void CombineRouted(const std::vector<TokenRouting>& routing, const std::vector<s
   }
 }
 
+void CombineMoeBlock(const std::vector<TokenRouting>& routing, const std::vector<size_t>& slot_of, const float* ys,
+                     const float* shared, int64_t n_embd, float* out) {
+  CombineRouted(routing, slot_of, ys, n_embd, out);
+  if (!shared) return;
+  const size_t n = routing.size() * static_cast<size_t>(n_embd);
+  for (size_t i = 0; i < n; ++i) out[i] += shared[i];
+}
+
 }  // namespace tenzro::runtime

@@ -1,9 +1,11 @@
-// tenzro runtime: the two steps every routed-expert computation shares
-// (moe_block.cc with weights at hand, cached_moe.cc over the expert cache,
-// later dispatch with remote holders):
+// tenzro runtime: the steps every MoE block computation shares, wherever its
+// experts run (moe_block.cc with weights at hand, cached_moe.cc over the
+// expert cache, dispatch/forward.cc with remote holders — which the engine
+// reaches through model::LocalMoeExecutor and node::SwarmMoeExecutor):
 //   1. per expert, gather its tokens, run ExpertFfn once on the batch and
 //      scatter the rows into a per-(token, k) slot buffer;
-//   2. sum each token's slots in routing order (k = 0, 1, ...).
+//   2. sum each token's slots in routing order (k = 0, 1, ...), then add the
+//      shared expert's row (CombineMoeBlock).
 // Keeping both here keeps every path bit-identical to the others.
 #pragma once
 
@@ -33,5 +35,11 @@ Result<void> RunExpertBatch(const ExpertWeights& w, int e, const ExpertTokens& t
 // out[t] = sum_k w_k * ys[slot_of[t] + k], in routing order.
 void CombineRouted(const std::vector<TokenRouting>& routing, const std::vector<size_t>& slot_of, const float* ys,
                    int64_t n_embd, float* out);
+
+// The block's output: CombineRouted, then out[t] += shared[t] (when
+// `shared`, n_tok x n_embd, is not null). The one place the routed sum and
+// the shared expert meet, so every executor adds them in the same order.
+void CombineMoeBlock(const std::vector<TokenRouting>& routing, const std::vector<size_t>& slot_of, const float* ys,
+                     const float* shared, int64_t n_embd, float* out);
 
 }  // namespace tenzro::runtime

@@ -1,8 +1,11 @@
 #include "tokenizer/load.h"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/file.h"
+#include "format/gguf_format.h"
 #include "format/gguf_reader.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/hf_vocab.h"
@@ -11,6 +14,12 @@ namespace tenzro::tokenizer {
 namespace {
 
 namespace fs = std::filesystem;
+
+bool StartsWithGgufMagic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::memcmp(magic, format::kGgufMagic, 4) == 0;
+}
 
 // A tokenizer.json of a real model is ~10 MB; refuse anything absurd.
 constexpr uint64_t kMaxJsonBytes = 256ull << 20;
@@ -45,6 +54,12 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
     fs::path beside = p.parent_path() / "tokenizer.json";
     if (!fs::exists(beside, ec)) return Error::NotFound("{}: no tokenizer.json beside the checkpoint", path);
     return FromJsonFile(beside);
+  }
+  // A blob store data file (a spine blob, <hash>.data): one that starts with
+  // the GGUF magic is a GGUF, as format::Checkpoint::Open reads it.
+  if (StartsWithGgufMagic(path)) {
+    TENZRO_TRY(auto gguf, format::GgufFile::Open(path));
+    return TokenizerFromGguf(*gguf);
   }
   return Error::InvalidArgument("{}: not a .gguf, .safetensors, tokenizer.json or checkpoint directory", path);
 }

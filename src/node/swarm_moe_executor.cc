@@ -1,0 +1,122 @@
+#include "node/swarm_moe_executor.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "catalog/catalog.h"
+#include "node/dispatch_service.h"
+#include "node/node.h"
+
+namespace tenzro::node {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(Node& node, const std::string& model_id,
+                                                                   const model::HParams& hp,
+                                                                   const format::Checkpoint& spine,
+                                                                   dispatch::ForwardOptions options) {
+  auto ex = std::unique_ptr<SwarmMoeExecutor>(new SwarmMoeExecutor());
+  TENZRO_TRY(ex->model_, catalog::NormalizeModelId(model_id));
+  ex->n_embd_ = hp.n_embd;
+  ex->routing_ = hp.routing;
+  ex->options_ = options;
+  ex->pool_ = &node.pool();
+  for (int il = 0; il < hp.n_layer; ++il) {
+    Layer l;
+    TENZRO_TRY(l.router, model::LoadRouter(spine, hp, il));
+    TENZRO_TRY(l.shared, model::LoadSharedExpert(spine, il));
+    if (l.shared && l.shared->ffn.n_embd() != hp.n_embd)
+      return Error::InvalidArgument("layer {} shared expert has n_embd {}, the model {}", il, l.shared->ffn.n_embd(),
+                                    hp.n_embd);
+    ex->layers_.push_back(std::move(l));
+  }
+  TENZRO_TRY(ex->dispatcher_, NodeDispatcher(node));
+  ex->stats_.resize(ex->layers_.size());
+  return ex;
+}
+
+Result<void> SwarmMoeExecutor::Run(int layer, const float* x, int n_tok, float* out) {
+  if (layer < 0 || layer >= static_cast<int>(layers_.size()))
+    return Error::InvalidArgument("MoE layer {} out of range [0, {})", layer, layers_.size());
+  const Layer& l = layers_[layer];
+  SwarmLayerStats& st = stats_[layer];
+  const auto t0 = Clock::now();
+  dispatch::ForwardInput in;
+  in.model = model_;
+  in.layer = layer;
+  in.d_model = n_embd_;
+  in.n_tok = n_tok;
+  in.x = x;
+  auto routing = runtime::Route(l.router, routing_, x, n_tok, pool_);
+  if (!routing) return routing.error().WithContext(fmt::format("MoE layer {} gate", layer));
+  in.routing = std::move(*routing);
+  st.gate_ms += MsSince(t0);
+  if (l.shared && n_tok > 0) {
+    const auto t1 = Clock::now();
+    shared_buf_.resize(static_cast<size_t>(n_tok) * n_embd_);
+    auto s = runtime::SharedExpertFfn(*l.shared, x, n_tok, shared_buf_.data(), pool_);
+    if (!s) return s.error().WithContext(fmt::format("MoE layer {} shared expert", layer));
+    in.shared = shared_buf_.data();
+    st.shared_ms += MsSince(t1);
+  }
+  auto rep = dispatcher_->Forward(in, options_, out);
+  if (!rep) return rep.error().WithContext(fmt::format("MoE layer {} (distributed)", layer));
+  ++st.forwards;
+  st.tokens += n_tok;
+  st.plan_ms += rep->plan_ms;
+  st.exec_ms += rep->exec_ms;
+  st.combine_ms += rep->combine_ms;
+  st.rounds += rep->rounds;
+  for (const dispatch::HolderCall& c : rep->calls) {
+    ++st.holder_calls;
+    if (c.error) ++st.failed_calls;
+    ++st.calls_by_transport[std::string(dispatch::TransportName(c.target.transport))];
+    ++st.calls_by_holder[c.target.node_id];
+  }
+  st.spot_calls += static_cast<int>(rep->spot_calls.size());
+  st.total_ms += MsSince(t0);
+  return Ok();
+}
+
+void SwarmMoeExecutor::ResetStats() {
+  for (auto& s : stats_) s = SwarmLayerStats{};
+}
+
+nlohmann::json SwarmMoeExecutor::StatsJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t il = 0; il < stats_.size(); ++il) {
+    const SwarmLayerStats& s = stats_[il];
+    out.push_back({{"layer", il},
+                   {"forwards", s.forwards},
+                   {"tokens", s.tokens},
+                   {"gate_ms", s.gate_ms},
+                   {"shared_ms", s.shared_ms},
+                   {"plan_ms", s.plan_ms},
+                   {"exec_ms", s.exec_ms},
+                   {"combine_ms", s.combine_ms},
+                   {"total_ms", s.total_ms},
+                   {"rounds", s.rounds},
+                   {"holder_calls", s.holder_calls},
+                   {"failed_calls", s.failed_calls},
+                   {"spot_calls", s.spot_calls},
+                   {"transports", s.calls_by_transport},
+                   {"holders", s.calls_by_holder}});
+  }
+  return out;
+}
+
+Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(Node& node, const std::string& model_id,
+                                                                 const model::HParams& hp,
+                                                                 const format::Checkpoint& spine,
+                                                                 dispatch::ForwardOptions options) {
+  TENZRO_TRY(std::unique_ptr<SwarmMoeExecutor> ex, SwarmMoeExecutor::Create(node, model_id, hp, spine, options));
+  return std::unique_ptr<model::MoeExecutor>(std::move(ex));
+}
+
+}  // namespace tenzro::node
