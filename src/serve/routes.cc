@@ -118,9 +118,12 @@ net::BodyProducer MakeProducer(std::shared_ptr<Pipe> pipe, std::shared_ptr<Serve
   };
 }
 
-// One generation's state; its callbacks run on the scheduler's worker.
+// One generation's state; its callbacks run on the scheduler's worker. It
+// holds the app weakly: the app's scheduler owns the callbacks (no cycle),
+// and finishes every request before the app is gone.
 struct Gen {
-  std::shared_ptr<ServeApp> app;
+  ServeApp* app;
+  std::weak_ptr<ServeApp> weak_app;
   CompletionRequest req;
   std::string route;
   net::Responder responder;
@@ -137,14 +140,15 @@ struct Gen {
   bool started = false;  // streamed: response headers sent
   std::shared_ptr<Pipe> pipe;
 
-  Gen(std::shared_ptr<ServeApp> a, net::Responder r) : app(std::move(a)), responder(std::move(r)), dec(app->tokenizer()) {}
+  Gen(const std::shared_ptr<ServeApp>& a, net::Responder r)
+      : app(a.get()), weak_app(a), responder(std::move(r)), dec(a->tokenizer()) {}
 
   Endpoint endpoint() const { return req.endpoint; }
 
   void Start() {
     if (started) return;
     started = true;
-    net::Response r = net::Response::Stream("text/event-stream", MakeProducer(pipe, app));
+    net::Response r = net::Response::Stream("text/event-stream", MakeProducer(pipe, weak_app.lock()));
     r.headers.emplace_back("Cache-Control", "no-cache");
     responder.Send(std::move(r));
     app->metrics().CountRequest(route, 200);

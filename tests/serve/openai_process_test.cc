@@ -87,18 +87,13 @@ std::unique_ptr<Served> StartServing() {
   return s;
 }
 
-json Generate(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"generate", "--model", Model(), "--max-tokens", "16", "--json", "--threads", "2"};
+json Generate(const std::vector<std::string>& extra, int max_tokens) {
+  std::vector<std::string> args = {"generate", "--model", Model(), "--max-tokens", std::to_string(max_tokens),
+                                   "--json", "--threads", "2"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = testing::RunTenzro(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(r.out, nullptr, false);
-}
-
-std::string IdsArg(const json& ids) {
-  std::string s;
-  for (const auto& i : ids) s += (s.empty() ? "" : ",") + std::to_string(i.get<int>());
-  return s;
 }
 
 // The value of an unlabelled sample in Prometheus text, or -1.
@@ -119,14 +114,14 @@ TEST(ServeProcessTest, OfficialOpenAiClient) {
   }
   auto s = StartServing();
   ASSERT_TRUE(s->node.running());
-  json chat_ref = Generate({"--chat", "Hi"});
-  json comp_ref = Generate({"--prompt-tokens", "9707,11,1246,525,498,30", "--max-tokens", "8"});
+  json chat_ref = Generate({"--chat", "Hi"}, 16);
+  json comp_ref = Generate({"--prompt-tokens", "51,71,68,220,506,266"}, 8);
   ASSERT_TRUE(chat_ref.is_object() && comp_ref.is_object());
 
   auto r = testing::Run({node_bin, std::string(TENZRO_TEST_SOURCE_DIR) + "/openai_client.cjs"}, std::chrono::seconds(120),
                         {"OPENAI_MODULE=" + module_dir, "BASE_URL=" + s->node.http_url() + "/v1",
                          std::string("API_KEY=") + kKey, std::string("MODEL=") + kModelId,
-                         "PROMPT_IDS=[9707,11,1246,525,498,30]"});
+                         "PROMPT_IDS=[51,71,68,220,506,266]"});
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << s->node.proc->Log();
   json out = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(out.is_object()) << r.out;
@@ -231,7 +226,7 @@ TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
   };
   const double generated_before = Metric(metrics(), "tenzro_serve_generated_tokens_total");
   const std::string long_body = json{{"model", kModelId},
-                                     {"prompt", {9707, 11, 1246}},
+                                     {"prompt", {51, 71, 68}},
                                      {"max_tokens", 4000},
                                      {"ignore_eos", true},
                                      {"stream", true}}
