@@ -103,7 +103,8 @@ struct CancelGuard {
 };
 
 net::BodyProducer MakeProducer(std::shared_ptr<Pipe> pipe, std::shared_ptr<ServeApp> app) {
-  auto guard = std::make_shared<CancelGuard>(CancelGuard{pipe});
+  auto guard = std::make_shared<CancelGuard>();  // (a temporary would cancel in its destructor)
+  guard->pipe = pipe;
   return [pipe, guard, app](std::span<uint8_t> out) -> Result<size_t> {
     std::unique_lock lk(pipe->mu);
     pipe->cv.wait_for(lk, std::chrono::seconds(10), [&] { return !pipe->buf.empty() || pipe->closed; });

@@ -240,7 +240,7 @@ TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
                                  if (++pieces >= 2) return Error::Unavailable("client gone");
                                  return Ok();
                                });
-    EXPECT_FALSE(sr.has_value());
+    ASSERT_FALSE(sr.has_value()) << sr->status << " " << sr->body;
   }
   std::string m;
   bool freed = testing::WaitFor(
