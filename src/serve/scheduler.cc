@@ -91,7 +91,8 @@ void Scheduler::Finish(Seq& s, Result<void> status, model::FinishReason reason) 
   ev.reason = reason;
   ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
   ev.completion_tokens = static_cast<int>(s.generated.size());
-  s.req.on_done(ev);
+  if (defer_done_) deferred_.push_back([fn = std::move(s.req.on_done), ev = std::move(ev)] { fn(ev); });
+  else s.req.on_done(ev);
 }
 
 void Scheduler::Loop() {
@@ -188,6 +189,7 @@ bool Scheduler::RunStep() {
     if (fed[i]->prefilled < fed[i]->req.prompt.size()) prompt_rows += static_cast<int>(batch[i].tokens.size());
   }
   auto t0 = Clock::now();
+  defer_done_ = true;  // on_done after this step is counted
   Result<void> st = engine_->Step(batch, logits_);
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   uint64_t delivered = 0;
@@ -216,6 +218,10 @@ bool Scheduler::RunStep() {
     counters_.last_step_ms = ms;
   }
   if (observer_) observer_({static_cast<int>(batch.size()), rows, ms});
+  defer_done_ = false;
+  std::vector<std::function<void()>> done;
+  done.swap(deferred_);
+  for (auto& fn : done) fn();
   return true;
 }
 

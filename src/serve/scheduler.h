@@ -25,7 +25,8 @@
 // one-step prefill, docs/engine.md).
 // Callbacks run on the worker thread: they must be quick and must not call
 // back into the scheduler except Cancel(). on_done is called exactly once per
-// accepted request (finish, error or cancel), after its last on_token.
+// accepted request (finish, error or cancel), after its last on_token and
+// after the step that finished it is counted (stats, step observer).
 // Thread-safety: Submit, Cancel and stats are safe from any thread.
 #pragma once
 
@@ -150,6 +151,8 @@ class Scheduler {
 
   std::vector<std::unique_ptr<Seq>> active_;  // worker thread only
   std::vector<float> logits_;                 // worker thread only
+  bool defer_done_ = false;                   // worker: inside a step, on_done waits for its end
+  std::vector<std::function<void()>> deferred_;  // worker: those on_done calls
   std::thread worker_;
 };
 
