@@ -15,9 +15,10 @@
 namespace tenzro::serve {
 namespace {
 
-std::unique_ptr<model::Engine> OpenTiny() {
+std::unique_ptr<model::Engine> OpenTiny(uint64_t session_budget = 1ull << 30) {
   model::EngineOptions o;
   o.threads = 2;
+  o.session_budget = session_budget;
   auto e = model::Engine::Open(testing::DataPath("model/tiny-qwen35moe-tok-BF16.gguf"), o);
   EXPECT_TRUE(e.has_value()) << e.error().ToString();
   return e ? std::move(*e) : nullptr;
@@ -178,6 +179,37 @@ TEST(SchedulerTest, CancelFreesTheSession) {
   EXPECT_EQ(k.tokens.size(), 3u);  // retired at the next step boundary
   EXPECT_EQ(engine->budget().used(), 0u);
   EXPECT_EQ(s.stats().active, 0);
+}
+
+TEST(SchedulerTest, SessionBudgetQueuesThenRefuses) {
+  // Room for exactly one session of prompt + 8 positions: the second request
+  // waits for the first to give its bytes back, then runs.
+  auto probe = OpenTiny();
+  ASSERT_TRUE(probe);
+  const int ctx = static_cast<int>(kPromptA.size()) + 8;
+  const uint64_t one = model::Session::BytesFor(probe->hparams(), ctx);
+  int big_tokens = 64;  // a request that cannot fit even alone
+  while (model::Session::BytesFor(probe->hparams(), ctx - 8 + big_tokens) <= one + one / 2) big_tokens *= 2;
+  probe.reset();
+  auto engine = OpenTiny(one + one / 2);
+  ASSERT_TRUE(engine);
+  Scheduler s(engine.get(), SchedulerOptions{});
+  std::vector<StepInfo> steps;
+  s.SetStepObserver([&](const StepInfo& i) { steps.push_back(i); });
+  Sink a, b, big;
+  ASSERT_TRUE(s.Submit(a.Request(kPromptA, 8, {})).has_value());
+  ASSERT_TRUE(s.Submit(b.Request(kPromptA, 8, {})).has_value());
+  s.Start();
+  ASSERT_TRUE(a.Wait().status.has_value());
+  ASSERT_TRUE(b.Wait().status.has_value());
+  EXPECT_EQ(a.tokens, b.tokens);
+  for (const StepInfo& i : steps) EXPECT_EQ(i.sequences, 1);  // never both at once
+  // A request that cannot fit even alone fails with kResourceExhausted.
+  ASSERT_TRUE(s.Submit(big.Request(kPromptA, big_tokens, {})).has_value());
+  FinishEvent fe = big.Wait();
+  ASSERT_FALSE(fe.status.has_value());
+  EXPECT_EQ(fe.status.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(engine->budget().used(), 0u);
 }
 
 }  // namespace
