@@ -259,5 +259,44 @@ TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
   EXPECT_EQ(s->node.Stop(), 0);
 }
 
+TEST(ServeProcessTest, HealthSaysWhyTheModelIsNotServed) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.Join("n");
+  // A checkpoint without a tokenizer: cataloged fine, cannot be served.
+  auto add = testing::RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", "notok", "--checkpoint",
+                                 testing::DataPath("moe/tiny-qwen35moe-BF16.gguf")});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  // An id that is not cataloged stops the node at start, naming the ids.
+  auto bad = testing::RunTenzro({"--data-dir", dir, "node", "run", "--serve", "nope"}, std::chrono::seconds(60));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE((bad.out + bad.err).find("notok"), std::string::npos) << bad.out << bad.err;
+
+  testing::NodeOptions o;
+  o.run_args = {"--serve", "notok"};
+  RunningNode n = testing::StartNode(dir, o);
+  ASSERT_TRUE(n.running());
+  net::HttpClient c(n.http);
+  std::optional<net::ClientResponse> last;
+  bool failed = testing::WaitFor(
+      [&] {
+        auto r = c.Send("GET", "/health");
+        if (r) last = *r;
+        return r && r->body.find("failed") != std::string::npos;
+      },
+      std::chrono::seconds(30));
+  ASSERT_TRUE(failed) << (last ? last->body : "no answer");
+  EXPECT_EQ(last->status, 503);
+  EXPECT_NE(last->body.find("tokenizer"), std::string::npos) << last->body;
+  auto r = c.Send("POST", "/v1/chat/completions",
+                  json{{"model", "notok"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}}.dump());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "model_not_ready");
+  EXPECT_TRUE(r->Header("retry-after").has_value());
+  auto m = c.Send("GET", "/metrics");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->body.find("tenzro_serve_model_loaded 0"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tenzro::serve
