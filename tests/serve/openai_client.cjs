@@ -41,6 +41,31 @@ async function main() {
   } catch (e) {
     out.bad_n = { status: e.status, error: e.error };
   }
+  // Streamed chat with logprobs: one entry per generated token.
+  const lpStream = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 6, temperature: 0, logprobs: true,
+    top_logprobs: 2, stream: true, stream_options: { include_usage: true },
+  });
+  const lpEntries = [];
+  let lpUsage = null;
+  for await (const c of lpStream) {
+    if (c.usage) lpUsage = c.usage;
+    const ch = c.choices[0];
+    if (ch && ch.logprobs && ch.logprobs.content) lpEntries.push(...ch.logprobs.content);
+  }
+  out.stream_logprobs = { entries: lpEntries, usage: lpUsage };
+
+  // Batching seen from outside: 4 sampled requests at once give what each
+  // gives alone (same seeds).
+  const sampled = (seed) => client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Tell me a story ' + seed }], max_tokens: 48, temperature: 0.9,
+    seed, ignore_eos: true,
+  });
+  const alone = [];
+  for (const seed of [1, 2, 3, 4]) alone.push((await sampled(seed)).choices[0].message.content);
+  const together = (await Promise.all([1, 2, 3, 4].map(sampled))).map((r) => r.choices[0].message.content);
+  out.batch = { alone, together };
+
   const models = await client.models.list();
   out.models = models.data;
   process.stdout.write(JSON.stringify(out) + '\n');

@@ -171,6 +171,24 @@ TEST(ServeProcessTest, OfficialOpenAiClient) {
   EXPECT_EQ(out["bad_n"]["status"], 400);
   EXPECT_EQ(out["bad_n"]["error"]["param"], "n");
   EXPECT_EQ(out["models"][0]["id"], kModelId);
+
+  // Streamed logprobs: one entry per token, two alternatives each.
+  const json& slp = out["stream_logprobs"];
+  ASSERT_TRUE(slp["usage"].is_object()) << slp.dump();
+  EXPECT_EQ(slp["entries"].size(), slp["usage"]["completion_tokens"].get<size_t>());
+  ASSERT_FALSE(slp["entries"].empty());
+  EXPECT_EQ(slp["entries"][0]["top_logprobs"].size(), 2u);
+
+  // Concurrent sampled requests equal the same requests one at a time.
+  EXPECT_EQ(out["batch"]["together"], out["batch"]["alone"]);
+  net::HttpClient c(s->node.http);
+  auto m = c.Send("GET", "/metrics");
+  ASSERT_TRUE(m.has_value());
+  // Some step ran more than one sequence (the le="1" bucket is below the count).
+  std::smatch le1, count;
+  ASSERT_TRUE(std::regex_search(m->body, le1, std::regex("tenzro_serve_batch_sequences_bucket\\{le=\"1\"\\} ([0-9]+)")));
+  ASSERT_TRUE(std::regex_search(m->body, count, std::regex("tenzro_serve_batch_sequences_count ([0-9]+)")));
+  EXPECT_LT(std::stoull(le1[1]), std::stoull(count[1])) << "no step batched several requests";
 }
 
 TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
