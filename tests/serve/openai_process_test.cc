@@ -6,6 +6,7 @@
 // token with `tenzro generate --json` (greedy) on the same checkpoint.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -275,6 +276,47 @@ TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
       << m;
   EXPECT_GT(Metric(m, "tenzro_serve_steps_total"), 0);
   EXPECT_EQ(s->node.Stop(), 0);
+}
+
+TEST(ServeProcessTest, QueueFullAnswers429WithRetryAfter) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.Join("n");
+  auto add = testing::RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", kModelId, "--checkpoint", Model()});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  testing::NodeOptions o;
+  o.run_args = {"--serve", kModelId, "--serve-max-active", "1", "--serve-max-waiting", "0"};
+  RunningNode n = testing::StartNode(dir, o);
+  ASSERT_TRUE(n.running());
+  net::HttpClient c(n.http);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto r = c.Send("GET", "/health");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(60)));
+  // One long stream fills the batch; a second request is refused meanwhile.
+  std::atomic<bool> streaming{false}, checked{false};
+  std::thread t([&] {
+    net::HttpClient sc(n.http);
+    const std::string body = json{{"model", kModelId}, {"prompt", {51, 71, 68}}, {"max_tokens", 4000},
+                                  {"ignore_eos", true}, {"stream", true}}
+                                 .dump();
+    (void)sc.SendStreaming("POST", "/v1/completions", body, "application/json", {}, [&](ByteSpan) -> Result<void> {
+      streaming = true;
+      if (checked) return Error::Unavailable("done");
+      return Ok();
+    });
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return streaming.load(); }, std::chrono::seconds(30)));
+  auto r = c.Send("POST", "/v1/completions", json{{"model", kModelId}, {"prompt", "Hi"}, {"max_tokens", 2}}.dump());
+  checked = true;
+  t.join();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_EQ(r->Header("retry-after").value_or(""), "1");
+  json e = json::parse(r->body, nullptr, false);
+  EXPECT_EQ(e["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(e["error"]["code"], "queue_full");
 }
 
 TEST(ServeProcessTest, HealthSaysWhyTheModelIsNotServed) {
