@@ -44,9 +44,13 @@ std::optional<Bad> Integer(const json& j, const char* key, int64_t lo, int64_t h
   if (!it->is_number_integer() && !(it->is_number_float() && std::floor(it->get<double>()) == it->get<double>()))
     return Fail(key, fmt::format("'{}' must be an integer, got {}", key, TypeName(*it)));
   const double d = it->get<double>();
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+  // (A float past 2^53 is not a trustworthy integer, and past 2^63 its
+  // conversion would overflow.)
+  if (d < static_cast<double>(lo) || d > static_cast<double>(hi) || (it->is_number_float() && std::fabs(d) > 0x1p53))
     return Fail(key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, it->dump()));
-  out = it->is_number_unsigned() ? static_cast<int64_t>(it->get<uint64_t>()) : it->get<int64_t>();
+  out = it->is_number_float() ? static_cast<int64_t>(d)
+        : it->is_number_unsigned() ? static_cast<int64_t>(it->get<uint64_t>())
+                                   : it->get<int64_t>();
   given = true;
   return std::nullopt;
 }
