@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -232,6 +233,58 @@ TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
     json err = json::parse(r->body, nullptr, false);
     EXPECT_EQ(err["error"]["param"], param) << r->body;
     EXPECT_EQ(err["error"]["type"], "invalid_request_error");
+  }
+  // A stop string: the text up to its first occurrence, finish_reason stop,
+  // streamed or not.
+  {
+    json j = json::parse(body);
+    j["max_tokens"] = 16;
+    j["temperature"] = 0;
+    r = c.Send("POST", "/v1/chat/completions", j.dump());
+    ASSERT_TRUE(r.has_value() && r->status == 200);
+    const std::string full = json::parse(r->body)["choices"][0]["message"]["content"];
+    std::string stop;
+    for (size_t i = full.size() / 2; i + 2 <= full.size() && stop.empty(); ++i)
+      if (std::isalpha(static_cast<unsigned char>(full[i])) && std::isalpha(static_cast<unsigned char>(full[i + 1])))
+        stop = full.substr(i, 2);
+    ASSERT_FALSE(stop.empty()) << full;
+    j["stop"] = stop;
+    r = c.Send("POST", "/v1/chat/completions", j.dump());
+    ASSERT_TRUE(r.has_value() && r->status == 200);
+    json got = json::parse(r->body);
+    EXPECT_EQ(got["choices"][0]["message"]["content"], full.substr(0, full.find(stop))) << stop;
+    EXPECT_EQ(got["choices"][0]["finish_reason"], "stop");
+    j["stream"] = true;
+    std::string sse;
+    auto sr = c.SendStreaming("POST", "/v1/chat/completions", j.dump(), "application/json", {},
+                              [&](ByteSpan piece) -> Result<void> {
+                                sse.append(reinterpret_cast<const char*>(piece.data()), piece.size());
+                                return Ok();
+                              });
+    ASSERT_TRUE(sr.has_value() && sr->status == 200);
+    EXPECT_EQ(sr->Header("content-type").value_or(""), "text/event-stream");
+    std::string text;
+    std::string finish;
+    size_t frames = 0;
+    for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos;) {
+      size_t end = sse.find("\n\n", at);
+      ASSERT_NE(end, std::string::npos);
+      std::string data = sse.substr(at + 6, end - at - 6);
+      at = end + 2;
+      ++frames;
+      if (data == "[DONE]") {
+        EXPECT_EQ(at, sse.size()) << "[DONE] is the last frame";
+        break;
+      }
+      json f = json::parse(data);
+      const json& ch = f["choices"][0];
+      text += ch["delta"].value("content", "");
+      if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    }
+    EXPECT_TRUE(sse.ends_with("data: [DONE]\n\n"));
+    EXPECT_EQ(text, full.substr(0, full.find(stop)));
+    EXPECT_EQ(finish, "stop");
+    EXPECT_GE(frames, 3u);
   }
   r = c.Send("POST", "/v1/chat/completions", "{not json");
   ASSERT_TRUE(r.has_value());
