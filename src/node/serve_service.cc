@@ -31,6 +31,7 @@ Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor) {
   o.scheduler.max_step_tokens = static_cast<int>(cfg.serve_step_tokens);
   o.max_context = static_cast<int>(cfg.serve_ctx);
   o.make_executor = std::move(make_executor);
+  o.request_pool = &node.pool();
   auto app = std::make_shared<serve::ServeApp>(std::move(o));
   serve::AddServeRoutes(node.public_router(), app);
   node.AddMetrics([app](std::string& out) {

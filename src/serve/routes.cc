@@ -364,6 +364,8 @@ void AddServeRoutes(net::Router& router, std::shared_ptr<ServeApp> app) {
   for (Endpoint e : {Endpoint::kChat, Endpoint::kCompletions}) {
     router.AddAsync("POST", e == Endpoint::kChat ? kChatRoute : kCompletionsRoute,
                     [app, e](std::shared_ptr<const net::Request> req, net::Responder resp) {
+                      ThreadPool* pool = app->options().request_pool;
+                      if (pool && pool->Submit([app, e, req, resp] { HandleCompletion(app, e, *req, resp); })) return;
                       HandleCompletion(app, e, *req, std::move(resp));
                     });
   }

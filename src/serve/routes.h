@@ -5,7 +5,8 @@
 //   GET  /v1/models             the served model
 //   GET  /health                200 {"status":"ok"} when loaded, else 503 with why
 //
-// Handlers run on the loop thread and only parse, tokenize and submit; the
+// Completion handlers parse, tokenize and submit on options().request_pool
+// (the loop thread when null); the
 // scheduler's worker produces tokens; a whole response is sent from the
 // worker (Responder), a streamed one is a BodyProducer (on the server's
 // producer pool) that waits for the worker's frames. A streamed response's

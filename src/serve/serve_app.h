@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "core/thread_pool.h"
 #include "format/checkpoint.h"
 #include "model/engine.h"
 #include "model/hparams.h"
@@ -40,6 +41,9 @@ struct ServeOptions {
   SchedulerOptions scheduler;
   int max_context = 4096;    // prompt + max_tokens per request (capped by the model's context)
   MakeExecutor make_executor;  // null = in-process experts
+  // Where request bodies are parsed and prompts tokenized (CPU work kept off
+  // the loop thread); null = the loop thread. REQUIRES: outlives the app.
+  ThreadPool* request_pool = nullptr;
 };
 
 class ServeApp {
