@@ -6,9 +6,8 @@
 //   GET  /health                200 {"status":"ok"} when loaded, else 503 with why
 //
 // Completion handlers parse, tokenize and submit on options().request_pool
-// (the loop thread when null); the
-// scheduler's worker produces tokens; a whole response is sent from the
-// worker (Responder), a streamed one is a BodyProducer (on the server's
+// (the loop thread when null); the scheduler's worker produces tokens; a
+// whole response is sent from the worker (Responder), a streamed one is a BodyProducer (on the server's
 // producer pool) that waits for the worker's frames. A streamed response's
 // status is sent with its first event, so a request that fails before its
 // first token (no session: 503) still gets a proper error. A producer whose
