@@ -7,8 +7,8 @@
 //
 // Completion handlers parse, tokenize and submit on options().request_pool
 // (the loop thread when null); the scheduler's worker produces tokens; a
-// whole response is sent from the worker (Responder), a streamed one is a BodyProducer (on the server's
-// producer pool) that waits for the worker's frames. A streamed response's
+// whole response is sent from the worker (Responder), a streamed one is a
+// BodyProducer (on the server's producer pool) that waits for its frames. A streamed response's
 // status is sent with its first event, so a request that fails before its
 // first token (no session: 503) still gets a proper error. A producer whose
 // client is gone (the server drops it after a write error) cancels the
