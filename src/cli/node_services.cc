@@ -8,6 +8,7 @@
 #include "node/node_metrics.h"
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
+#include "node/serve_service.h"
 #include "node/service.h"
 #include "node/swarm_service.h"
 
@@ -24,6 +25,9 @@ tenzro::Result<void> MetricsService(tenzro::node::Node& n) {
   tenzro::node::AddNodeMetrics(n);
   return tenzro::Ok();
 }
+// The MoE executor of the served model: null = in-process on the checkpoint's
+// experts (the swarm executor, node/swarm_moe_executor.h, goes here).
+tenzro::Result<void> ServeService(tenzro::node::Node& n) { return tenzro::node::AddServeService(n, nullptr); }
 tenzro::Result<void> DashboardService(tenzro::node::Node& n) { return tenzro::node::AddDashboardService(n); }
 }  // namespace
 
@@ -36,4 +40,5 @@ TENZRO_NODE_SERVICE(ExecService);
 TENZRO_NODE_SERVICE(DispatchService);
 TENZRO_NODE_SERVICE(GenerateService);
 TENZRO_NODE_SERVICE(MetricsService);
+TENZRO_NODE_SERVICE(ServeService);
 TENZRO_NODE_SERVICE(DashboardService);

@@ -195,6 +195,53 @@ const std::vector<NodeConfigKey> kKeys = {
        c.spot_check_ban_s = s;
        return Ok();
      }},
+    {"serve", "Serve this cataloged model id with the OpenAI-compatible API on the public listener (docs/serving.md)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       c.serve = std::string(v);
+       return Ok();
+     }},
+    {"api_key", "With serve: require 'Authorization: Bearer KEY' on /v1/* of the API",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       c.api_key = std::string(v);
+       return Ok();
+     }},
+    {"serve_max_active", "With serve: sequences in the running batch",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 4096));
+       if (n == 0) return Error::InvalidArgument("must be at least 1");
+       c.serve_max_active = n;
+       return Ok();
+     }},
+    {"serve_max_waiting", "With serve: requests queued beyond the batch; more answer 429",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.serve_max_waiting, ParseUint<uint32_t>(v, 1u << 20));
+       return Ok();
+     }},
+    {"serve_step_tokens", "With serve: tokens fed per batched step (caps prompt chunks so decoders keep going)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1u << 20));
+       if (n == 0) return Error::InvalidArgument("must be at least 1");
+       c.serve_step_tokens = n;
+       return Ok();
+     }},
+    {"serve_ctx", "With serve: positions per request, prompt + max_tokens (capped by the model's context)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1u << 20));
+       if (n < 2) return Error::InvalidArgument("must be at least 2");
+       c.serve_ctx = n;
+       return Ok();
+     }},
+    {"serve_session_budget", "With serve: bytes all live sessions (KV cache, recurrent state) may reserve, e.g. 4GiB",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.serve_session_budget, ParseByteSize(v));
+       if (c.serve_session_budget == 0) return Error::InvalidArgument("must be more than 0");
+       return Ok();
+     }},
+    {"serve_threads", "With serve: engine compute threads (0 = number of CPUs)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.serve_threads, ParseUint<uint32_t>(v, 1024));
+       return Ok();
+     }},
     {"test_corrupt_exec_outputs",
      "TEST ONLY (needs TENZRO_ALLOW_TEST_FAULTS=1): share of served expert outputs this holder falsifies",
      [](NodeConfig& c, std::string_view v) -> Result<void> {

@@ -43,6 +43,15 @@ struct NodeConfig {
   double spot_check_fraction = 0.05;    // of remote expert results re-run elsewhere (dispatch/spot_check.h)
   double spot_check_tolerance = 0;      // relative L2; 0 = by wire dtype (1e-3 f32, 2e-2 bf16, 5e-3 f16)
   uint32_t spot_check_ban_s = 600;      // a holder caught lying sits out this long
+  // Serving (serve/, docs/serving.md): "" = off.
+  std::string serve;                    // cataloged model id served on the public listener
+  std::string api_key;                  // "" = no key on /v1/*
+  uint32_t serve_max_active = 8;        // sequences in the running batch
+  uint32_t serve_max_waiting = 32;      // queued beyond them (then 429)
+  uint32_t serve_step_tokens = 256;     // tokens per batched step
+  uint32_t serve_ctx = 4096;            // positions per request
+  uint64_t serve_session_budget = 4ull << 30;  // bytes of all live sessions
+  uint32_t serve_threads = 0;           // engine compute threads; 0 = hardware
   // TEST ONLY: this holder perturbs this share of the expert outputs it
   // serves to peers. Refused unless TENZRO_ALLOW_TEST_FAULTS=1.
   double test_corrupt_exec_outputs = 0;

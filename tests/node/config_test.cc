@@ -73,5 +73,33 @@ TEST(NodeConfigTest, FlagsAndKeysMirror) {
   for (const NodeConfigKey& k : NodeConfigKeys()) EXPECT_NE(std::string(k.help), "") << k.name;
 }
 
+TEST(NodeConfigTest, ServeKeys) {
+  NodeConfig c;
+  EXPECT_TRUE(c.serve.empty());
+  ASSERT_TRUE(ApplyConfigValue(c, "serve", "tiny-qwen35moe"));
+  ASSERT_TRUE(ApplyConfigValue(c, "api_key", "sk-1"));
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_max_active", "4"));
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_max_waiting", "0"));
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_step_tokens", "64"));
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_ctx", "2048"));
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_session_budget", "1GiB"));
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_threads", "3"));
+  EXPECT_EQ(c.serve, "tiny-qwen35moe");
+  EXPECT_EQ(c.api_key, "sk-1");
+  EXPECT_EQ(c.serve_max_active, 4u);
+  EXPECT_EQ(c.serve_max_waiting, 0u);
+  EXPECT_EQ(c.serve_step_tokens, 64u);
+  EXPECT_EQ(c.serve_ctx, 2048u);
+  EXPECT_EQ(c.serve_session_budget, 1ull << 30);
+  EXPECT_EQ(c.serve_threads, 3u);
+  EXPECT_FALSE(ApplyConfigValue(c, "serve_max_active", "0"));
+  EXPECT_FALSE(ApplyConfigValue(c, "serve_step_tokens", "0"));
+  EXPECT_FALSE(ApplyConfigValue(c, "serve_ctx", "1"));
+  EXPECT_FALSE(ApplyConfigValue(c, "serve_session_budget", "0"));
+  ASSERT_TRUE(LoadConfigText("serve = \"m\"\napi_key = \"k\"\nserve_ctx = 512\n", "t.toml", c));
+  EXPECT_EQ(c.serve, "m");
+  EXPECT_EQ(c.serve_ctx, 512u);
+}
+
 }  // namespace
 }  // namespace tenzro::node
