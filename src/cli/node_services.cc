@@ -5,10 +5,12 @@
 #include "node/exec_service.h"
 #include "node/generate_service.h"
 #include "node/moe_services.h"
+#include "node/node.h"
 #include "node/node_metrics.h"
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
 #include "node/serve_service.h"
+#include "node/swarm_moe_executor.h"
 #include "node/service.h"
 #include "node/swarm_service.h"
 
@@ -25,9 +27,20 @@ tenzro::Result<void> MetricsService(tenzro::node::Node& n) {
   tenzro::node::AddNodeMetrics(n);
   return tenzro::Ok();
 }
-// The MoE executor of the served model: null = in-process on the checkpoint's
-// experts (the swarm executor, node/swarm_moe_executor.h, goes here).
-tenzro::Result<void> ServeService(tenzro::node::Node& n) { return tenzro::node::AddServeService(n, nullptr); }
+// The MoE executor of the served model (config serve_experts): "swarm" sends
+// each layer's routed experts to their holders (node/swarm_moe_executor.h,
+// f32 rows: the same bits as in-process); "local" runs them in-process on
+// the checkpoint's own experts.
+tenzro::Result<void> ServeService(tenzro::node::Node& n) {
+  if (n.config().serve_experts == "local") return tenzro::node::AddServeService(n, nullptr);
+  std::string model = n.config().serve;
+  return tenzro::node::AddServeService(
+      n, [&n, model](const tenzro::model::HParams& hp, const tenzro::format::Checkpoint& spine) {
+        tenzro::dispatch::ForwardOptions o;
+        o.spot_check = tenzro::node::NodeSpotCheckOptions(n);
+        return tenzro::node::MakeSwarmMoeExecutor(n, model, hp, spine, o);
+      });
+}
 tenzro::Result<void> DashboardService(tenzro::node::Node& n) { return tenzro::node::AddDashboardService(n); }
 }  // namespace
 

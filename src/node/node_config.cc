@@ -242,6 +242,12 @@ const std::vector<NodeConfigKey> kKeys = {
        TENZRO_TRY(c.serve_threads, ParseUint<uint32_t>(v, 1024));
        return Ok();
      }},
+    {"serve_experts", "With serve: where the routed experts run, swarm (their holders, via the dispatcher) or local",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       if (v != "swarm" && v != "local") return Error::InvalidArgument("must be swarm or local, not {}", v);
+       c.serve_experts = std::string(v);
+       return Ok();
+     }},
     {"test_corrupt_exec_outputs",
      "TEST ONLY (needs TENZRO_ALLOW_TEST_FAULTS=1): share of served expert outputs this holder falsifies",
      [](NodeConfig& c, std::string_view v) -> Result<void> {

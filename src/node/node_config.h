@@ -52,6 +52,7 @@ struct NodeConfig {
   uint32_t serve_ctx = 4096;            // positions per request
   uint64_t serve_session_budget = 4ull << 30;  // bytes of all live sessions
   uint32_t serve_threads = 0;           // engine compute threads; 0 = hardware
+  std::string serve_experts = "swarm";  // where the routed experts run: "swarm" (holders) | "local"
   // TEST ONLY: this holder perturbs this share of the expert outputs it
   // serves to peers. Refused unless TENZRO_ALLOW_TEST_FAULTS=1.
   double test_corrupt_exec_outputs = 0;

@@ -25,6 +25,7 @@
 
 #include "core/file.h"
 #include "fault/fault_util.h"
+#include "net/client.h"
 #include "node/runtime_service.h"
 
 namespace tenzro::node {
@@ -40,6 +41,7 @@ using std::chrono::seconds;
 using tenzro::testing::DataPath;
 using tenzro::testing::NodeOptions;
 using tenzro::testing::RunningNode;
+using tenzro::testing::RunTenzro;
 using tenzro::testing::StartNode;
 using tenzro::testing::TempDir;
 using tenzro::testing::WaitFor;
@@ -81,8 +83,15 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
   TempDir tmp;
 
   std::vector<RunningNode> n;
+  // N0 also serves the model with the OpenAI-compatible API, routed experts
+  // on the swarm (serve_experts defaults to swarm): the model must be in its
+  // catalog before it starts.
+  auto add = RunTenzro({"--data-dir", tmp.Join("n0"), "moe", "catalog-add", "--model", kModel, "--checkpoint",
+                        DataPath("model/tiny-qwen35moe-tok-BF16.gguf")});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
   NodeOptions o0;
   o0.run_args = SwarmFlags();
+  o0.run_args.insert(o0.run_args.end(), {"--serve", kModel, "--serve-threads", "2"});
   n.push_back(StartNode(tmp.Join("n0"), o0));
   ASSERT_TRUE(n[0].running());
   for (int i = 1; i <= kHolders; ++i) {
@@ -91,9 +100,6 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
     n.push_back(StartNode(tmp.Join("n" + std::to_string(i)), o));
     ASSERT_TRUE(n[i].running());
   }
-  auto add = n[0].Cli({"moe", "catalog-add", "--model", kModel, "--checkpoint",
-                       DataPath("model/tiny-qwen35moe-tok-BF16.gguf")});
-  ASSERT_EQ(add.exit_code, 0) << add.err;
 
   // N0 prepares (publishes) every expert; the holders load them, two each.
   for (int layer = 0; layer < 2; ++layer) {
@@ -154,6 +160,25 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
                 l["layer"].get<int>(), l["forwards"].get<int>(),
                 (l["gate_ms"].get<double>() + l["shared_ms"].get<double>()) / 16, l["plan_ms"].get<double>() / 16,
                 l["exec_ms"].get<double>() / 16, l["combine_ms"].get<double>() / 16, l["total_ms"].get<double>() / 16);
+
+  // The OpenAI-compatible API on N0's public listener, experts on the swarm:
+  // a greedy completion from the prompt ids gives the local text.
+  {
+    net::HttpClient api(n[0].http);
+    ASSERT_TRUE(WaitFor([&] {
+      auto h = api.Send("GET", "/health");
+      return h && h->status == 200;
+    }, seconds(60))) << n[0].proc->Log();
+    json body = {{"model", kModel}, {"prompt", ref["prompt_ids"]}, {"max_tokens", 16},
+                 {"temperature", 0}, {"ignore_eos", true}};
+    auto r = api.Send("POST", "/v1/completions", body.dump());
+    ASSERT_TRUE(r) << r.error().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    json c = json::parse(r->body);
+    EXPECT_EQ(c["choices"][0]["text"], local["text"]) << r->body;
+    EXPECT_EQ(c["usage"]["completion_tokens"], 16);
+    std::printf("[serve] /v1/completions through the swarm at %.2f s: same text as local\n", Secs(t0));
+  }
 
   // Human output: the same text as the local run prints, the swarm named on stderr.
   auto text_args = gen;

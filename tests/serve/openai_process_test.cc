@@ -75,7 +75,7 @@ std::unique_ptr<Served> StartServing() {
   auto add = testing::RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", kModelId, "--checkpoint", Model()});
   EXPECT_EQ(add.exit_code, 0) << add.err;
   testing::NodeOptions o;
-  o.run_args = {"--serve", kModelId, "--api-key", kKey, "--serve-threads", "2", "--serve-ctx", "4096"};
+  o.run_args = {"--serve", kModelId, "--serve-experts", "local", "--api-key", kKey, "--serve-threads", "2", "--serve-ctx", "4096"};
   s->node = testing::StartNode(dir, o);
   EXPECT_TRUE(s->node.running());
   net::HttpClient c(s->node.http);
@@ -337,7 +337,7 @@ TEST(ServeProcessTest, QueueFullAnswers429WithRetryAfter) {
   auto add = testing::RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", kModelId, "--checkpoint", Model()});
   ASSERT_EQ(add.exit_code, 0) << add.err;
   testing::NodeOptions o;
-  o.run_args = {"--serve", kModelId, "--serve-max-active", "1", "--serve-max-waiting", "0"};
+  o.run_args = {"--serve", kModelId, "--serve-experts", "local", "--serve-max-active", "1", "--serve-max-waiting", "0"};
   RunningNode n = testing::StartNode(dir, o);
   ASSERT_TRUE(n.running());
   net::HttpClient c(n.http);
@@ -385,7 +385,7 @@ TEST(ServeProcessTest, HealthSaysWhyTheModelIsNotServed) {
   EXPECT_NE((bad.out + bad.err).find("notok"), std::string::npos) << bad.out << bad.err;
 
   testing::NodeOptions o;
-  o.run_args = {"--serve", "notok"};
+  o.run_args = {"--serve", "notok", "--serve-experts", "local"};
   RunningNode n = testing::StartNode(dir, o);
   ASSERT_TRUE(n.running());
   net::HttpClient c(n.http);
