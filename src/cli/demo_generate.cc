@@ -34,7 +34,7 @@ Result<bool> RunDemoGeneration(const std::string& model_dir) {
   o.ignore_eog = true;
   tokenizer::StreamDecoder dec(*tok);
   TENZRO_TRY(model::GenerateResult r, model::Generate(*engine, *session, prompt, o, [&](int32_t id) {
-               fmt::print("{:?}", dec.Feed(id));
+               fmt::print("{}", dec.Feed(id));
                std::fflush(stdout);
                return true;
              }));
