@@ -42,6 +42,13 @@ Result<void> LoadHeadAndEmbeddings(const format::Checkpoint& c, const HParams& h
 // Softmax attention of layer `il` (attn_q, attn_k, attn_v, attn_output,
 // attn_q_norm, attn_k_norm); `gated` doubles attn_q's rows.
 Result<AttentionWeights> LoadAttention(const format::Checkpoint& c, const HParams& hp, int il, bool gated);
+// The keys every MoE transformer here shares: block_count, embedding_length,
+// context_length, attention head counts and widths (key_length defaults to
+// n_embd / head_count, value_length must equal it), rope dimension_count
+// (default: the head width) and freq_base (default 10000), the norm epsilon,
+// expert_count / expert_used_count with softmax top-k renormalised routing,
+// and n_vocab. Layer kinds and the rest are the architecture's.
+Result<void> ReadCommonHParams(const format::Checkpoint& c, HParams& hp);
 // n_vocab from token_embd's rows; kNotFound / kInvalidArgument.
 Result<int> VocabFromEmbeddings(const format::Checkpoint& c, int64_t n_embd);
 

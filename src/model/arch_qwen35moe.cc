@@ -14,27 +14,11 @@ Result<HParams> ReadHParams(const format::Checkpoint& c) {
   HParams hp;
   hp.arch = "qwen35moe";
   const std::string& a = hp.arch;
-  TENZRO_TRY(int64_t n_layer, ArchInt(c, a, "block_count", 1, 4096));
-  TENZRO_TRY(hp.n_embd, ArchInt(c, a, "embedding_length", 1, 1 << 20));
-  hp.n_layer = static_cast<int>(n_layer);
-  TENZRO_TRY(int64_t n_head, ArchInt(c, a, "attention.head_count", 1, 4096));
-  TENZRO_TRY(int64_t n_head_kv, ArchInt(c, a, "attention.head_count_kv", 1, 4096));
-  TENZRO_TRY(int64_t head_dim, ArchInt(c, a, "attention.key_length", 1, 4096));
-  TENZRO_TRY(int64_t head_dim_v, ArchInt(c, a, "attention.value_length", 1, 4096));
-  if (head_dim_v != head_dim)
-    return Error::Unsupported("qwen35moe: attention.value_length {} != key_length {}", head_dim_v, head_dim);
+  TENZRO_CHECK_OK(ReadCommonHParams(c, hp));
+  // The rotary width and base have no defaults here (partial rotary).
   TENZRO_TRY(int64_t n_rot, ArchInt(c, a, "rope.dimension_count", 0, 4096));
-  TENZRO_TRY(double base, ArchFloat(c, a, "rope.freq_base"));
-  TENZRO_TRY(double eps, ArchFloat(c, a, "attention.layer_norm_rms_epsilon"));
-  TENZRO_TRY(int64_t n_expert, ArchInt(c, a, "expert_count", 1, 65536));
-  TENZRO_TRY(int64_t n_used, ArchInt(c, a, "expert_used_count", 1, 65536));
-  TENZRO_TRY(int64_t conv, ArchInt(c, a, "ssm.conv_kernel", 1, 64));
-  TENZRO_TRY(int64_t d_state, ArchInt(c, a, "ssm.state_size", 1, 4096));
-  TENZRO_TRY(int64_t groups, ArchInt(c, a, "ssm.group_count", 1, 4096));
-  TENZRO_TRY(int64_t dt_rank, ArchInt(c, a, "ssm.time_step_rank", 1, 4096));
-  TENZRO_TRY(hp.ssm_d_inner, ArchInt(c, a, "ssm.inner_size", 1, 1 << 20));
-  TENZRO_TRY(int64_t interval, ArchInt(c, a, "full_attention_interval", 1, 4096));
-  hp.n_ctx_train = static_cast<int>(c.GetInt(a + ".context_length").value_or(4096));
+  TENZRO_TRY(hp.rope_base, ArchFloat(c, a, "rope.freq_base"));
+  hp.n_rot = static_cast<int>(n_rot);
   // rope.dimension_sections (multi-section rotary): for text every section
   // reads the token position, so it equals NEOX rotary over n_rot dims.
   if (auto sec = c.GetIntArray(a + ".rope.dimension_sections")) {
@@ -47,25 +31,19 @@ Result<HParams> ReadHParams(const format::Checkpoint& c) {
       return Error::InvalidArgument("{}.rope.dimension_sections sum to {}, expected rope.dimension_count / 2 = {}", a,
                                     sum, n_rot / 2);
   }
-  hp.n_head = static_cast<int>(n_head);
-  hp.n_head_kv = static_cast<int>(n_head_kv);
-  hp.head_dim = static_cast<int>(head_dim);
-  hp.n_rot = static_cast<int>(n_rot);
-  hp.rope_base = base;
-  hp.rms_eps = static_cast<float>(eps);
-  hp.n_expert = static_cast<int>(n_expert);
-  hp.n_expert_used = static_cast<int>(n_used);
+  TENZRO_TRY(int64_t conv, ArchInt(c, a, "ssm.conv_kernel", 1, 64));
+  TENZRO_TRY(int64_t d_state, ArchInt(c, a, "ssm.state_size", 1, 4096));
+  TENZRO_TRY(int64_t groups, ArchInt(c, a, "ssm.group_count", 1, 4096));
+  TENZRO_TRY(int64_t dt_rank, ArchInt(c, a, "ssm.time_step_rank", 1, 4096));
+  TENZRO_TRY(hp.ssm_d_inner, ArchInt(c, a, "ssm.inner_size", 1, 1 << 20));
+  TENZRO_TRY(int64_t interval, ArchInt(c, a, "full_attention_interval", 1, 4096));
   hp.ssm_conv_kernel = static_cast<int>(conv);
   hp.ssm_d_state = static_cast<int>(d_state);
   hp.ssm_n_k_heads = static_cast<int>(groups);
   hp.ssm_n_v_heads = static_cast<int>(dt_rank);
   hp.full_attention_interval = static_cast<int>(interval);
-  hp.routing.kind = runtime::RoutingKind::kSoftmaxTopK;
-  hp.routing.top_k = hp.n_expert_used;
-  hp.routing.norm_topk_prob = true;
   for (int i = 0; i < hp.n_layer; ++i)
     hp.layers.push_back((i + 1) % hp.full_attention_interval == 0 ? LayerKind::kGatedAttention : LayerKind::kDeltaNet);
-  TENZRO_TRY(hp.n_vocab, VocabFromEmbeddings(c, hp.n_embd));
   TENZRO_CHECK_OK(hp.Validate());
   return hp;
 }
