@@ -35,11 +35,13 @@ tenzro::Result<void> ServeService(tenzro::node::Node& n) {
   if (n.config().serve_experts == "local") return tenzro::node::AddServeService(n, nullptr);
   std::string model = n.config().serve;
   return tenzro::node::AddServeService(
-      n, [&n, model](const tenzro::model::HParams& hp, const tenzro::format::Checkpoint& spine) {
+      n,
+      [&n, model](const tenzro::model::HParams& hp, const tenzro::format::Checkpoint& spine) {
         tenzro::dispatch::ForwardOptions o;
         o.spot_check = tenzro::node::NodeSpotCheckOptions(n);
         return tenzro::node::MakeSwarmMoeExecutor(n, model, hp, spine, o);
-      });
+      },
+      [&n, model](const tenzro::model::HParams& hp) { return tenzro::node::SwarmCoverageGap(n, model, hp); });
 }
 tenzro::Result<void> DashboardService(tenzro::node::Node& n) { return tenzro::node::AddDashboardService(n); }
 }  // namespace

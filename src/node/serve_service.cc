@@ -12,7 +12,8 @@
 
 namespace tenzro::node {
 
-Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor) {
+Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor,
+                             std::function<std::string(const model::HParams&)> coverage) {
   const NodeConfig& cfg = node.config();
   if (cfg.serve.empty()) return Ok();
   TENZRO_TRY(catalog::Catalog cat, catalog::Catalog::Load(cfg.data_dir));
@@ -31,6 +32,7 @@ Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor) {
   o.scheduler.max_step_tokens = static_cast<int>(cfg.serve_step_tokens);
   o.max_context = static_cast<int>(cfg.serve_ctx);
   o.make_executor = std::move(make_executor);
+  o.coverage = std::move(coverage);
   o.request_pool = &node.pool();
   auto app = std::make_shared<serve::ServeApp>(std::move(o));
   serve::AddServeRoutes(node.public_router(), app);

@@ -15,13 +15,20 @@
 // are), the catalog's own errors.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "core/result.h"
+#include "model/hparams.h"
 #include "serve/serve_app.h"
 
 namespace tenzro::node {
 
 class Node;
 
-Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor = nullptr);
+// `coverage` (may be null) tells /health whether every routed expert has a
+// live holder (serve::ServeOptions::coverage).
+Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor = nullptr,
+                             std::function<std::string(const model::HParams&)> coverage = nullptr);
 
 }  // namespace tenzro::node

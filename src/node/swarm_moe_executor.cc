@@ -1,12 +1,14 @@
 #include "node/swarm_moe_executor.h"
 
 #include <chrono>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "catalog/catalog.h"
 #include "node/dispatch_service.h"
 #include "node/node.h"
+#include "node/swarm_service.h"
 
 namespace tenzro::node {
 namespace {
@@ -117,6 +119,24 @@ Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(Node& node, con
                                                                  dispatch::ForwardOptions options) {
   TENZRO_TRY(std::unique_ptr<SwarmMoeExecutor> ex, SwarmMoeExecutor::Create(node, model_id, hp, spine, options));
   return std::unique_ptr<model::MoeExecutor>(std::move(ex));
+}
+
+std::string SwarmCoverageGap(Node& node, const std::string& model_id, const model::HParams& hp) {
+  auto agent = NodeSwarm(node);
+  if (!agent) return "the swarm agent is not running: " + agent.error().ToString();
+  auto live = (*agent)->Live(model_id);
+  if (!live) return "cannot read the swarm: " + live.error().ToString();
+  std::set<std::pair<int, int>> held;
+  for (const swarm::Declaration& d : *live)
+    for (const swarm::HeldExpert& e : d.experts) held.insert({e.layer, e.expert});
+  int missing = 0;
+  std::string first;
+  for (int l = 0; l < hp.n_layer; ++l)
+    for (int e = 0; e < hp.n_expert; ++e)
+      if (!held.count({l, e}) && ++missing <= 5) first += fmt::format("{}{}/{}", first.empty() ? "" : ", ", l, e);
+  if (missing == 0) return "";
+  return fmt::format("{} of {} routed experts of {} have no live holder (layer/expert: {}{})", missing,
+                     hp.n_layer * hp.n_expert, model_id, first, missing > 5 ? ", ..." : "");
 }
 
 }  // namespace tenzro::node

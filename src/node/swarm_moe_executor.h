@@ -99,4 +99,10 @@ Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(Node& node, con
                                                                  const format::Checkpoint& spine,
                                                                  dispatch::ForwardOptions options);
 
+// "" when every routed expert of `hp`'s layers has a live holder in the
+// swarm (declarations read through the node's swarm agent, this node's own
+// included), else a sentence naming how many are missing and the first few
+// (layer/expert). For GET /health of a served model.
+std::string SwarmCoverageGap(Node& node, const std::string& model_id, const model::HParams& hp);
+
 }  // namespace tenzro::node

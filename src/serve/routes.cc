@@ -379,12 +379,18 @@ void AddServeRoutes(net::Router& router, std::shared_ptr<ServeApp> app) {
   };
   router.Add("GET", "/v1/models", models);
   router.Add("GET", "/v1/models/", models);
-  router.Add("GET", "/health", [app](const net::Request&) {
-    if (app->ready()) return JsonResponse(200, {{"status", "ok"}, {"model", app->options().model_id}});
-    net::Response r = JsonResponse(503, {{"status", "unavailable"}, {"error", app->status()}});
+  auto health = [app](const net::Request&) {
+    std::string missing = app->ready() ? "" : app->status();
+    if (app->ready() && app->options().coverage) missing = app->options().coverage(app->engine().hparams());
+    if (missing.empty()) return JsonResponse(200, {{"status", "ok"}, {"model", app->options().model_id}});
+    net::Response r = JsonResponse(503, {{"status", "unavailable"}, {"error", missing}});
     r.headers.emplace_back("Retry-After", "5");
     return r;
-  });
+  };
+  if (app->options().request_pool)
+    router.AddOnPool("GET", "/health", app->options().request_pool, health);
+  else
+    router.Add("GET", "/health", health);
 }
 
 }  // namespace tenzro::serve

@@ -41,6 +41,10 @@ struct ServeOptions {
   SchedulerOptions scheduler;
   int max_context = 4096;    // prompt + max_tokens per request (capped by the model's context)
   MakeExecutor make_executor;  // null = in-process experts
+  // With experts elsewhere: "" when every routed expert of the model has a
+  // live holder, else what is missing (GET /health answers 503 with it).
+  // Called on request_pool (it may read the swarm). Null = always covered.
+  std::function<std::string(const model::HParams&)> coverage;
   // Where request bodies are parsed and prompts tokenized (CPU work kept off
   // the loop thread); null = the loop thread. REQUIRES: outlives the app.
   ThreadPool* request_pool = nullptr;

@@ -101,6 +101,18 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
     ASSERT_TRUE(n[i].running());
   }
 
+  // Served with experts on the swarm, N0 is not healthy while no holder has
+  // them: /health names what is missing.
+  {
+    net::HttpClient api(n[0].http);
+    std::string body;
+    EXPECT_TRUE(WaitFor([&] {
+      auto h = api.Send("GET", "/health");
+      if (h) body = h->body;
+      return h && h->status == 503 && h->body.find("have no live holder") != std::string::npos;
+    }, seconds(60))) << body;
+  }
+
   // N0 prepares (publishes) every expert; the holders load them, two each.
   for (int layer = 0; layer < 2; ++layer) {
     json job = n[0].CliJson({"moe", "prepare-experts", "--model-id", kModel, "--layer", std::to_string(layer),
