@@ -18,6 +18,7 @@
 
 #include "core/bytes.h"
 #include "core/file.h"
+#include "net/bearer.h"
 #include "net/json_http.h"
 #include "node/admin_routes.h"
 #include "node/service.h"
@@ -48,16 +49,6 @@ std::string NowRfc3339() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-// Constant-time check of "Authorization: Bearer <token>".
-bool TokenMatches(const net::Request& req, const std::string& token) {
-  auto h = req.Header("authorization");
-  if (!h || !h->starts_with("Bearer ")) return false;
-  std::string_view given = h->substr(7);
-  while (!given.empty() && given.back() == ' ') given.remove_suffix(1);
-  if (given.size() != token.size()) return false;
-  return sodium_memcmp(given.data(), token.data(), token.size()) == 0;
 }
 
 // The requests a peer's rate limit applies to: expert execution and blob
@@ -143,7 +134,7 @@ Result<void> Node::Init() {
   net::ServerOptions adm = common;
   adm.name = "admin";
   adm.filter = [this](const net::Request& req) -> std::optional<net::Response> {
-    if (TokenMatches(req, token_)) return std::nullopt;
+    if (net::BearerMatches(req, token_)) return std::nullopt;
     net::Response r = net::ErrorResponse(
         Error::PermissionDenied("missing or wrong admin token: send 'Authorization: Bearer <token>' "
                                 "with the token from {}/admin.token",

@@ -1,6 +1,5 @@
 #include "serve/routes.h"
 
-#include <sodium.h>
 
 #include <atomic>
 #include <chrono>
@@ -8,6 +7,7 @@
 #include <mutex>
 
 #include "model/stop_matcher.h"
+#include "net/bearer.h"
 #include "serve/openai_api.h"
 #include "tokenizer/chat_format.h"
 #include "tokenizer/stream_decoder.h"
@@ -242,7 +242,7 @@ struct Gen {
 };
 
 std::optional<ApiError> CheckAuth(const ServeApp& app, const net::Request& req) {
-  if (app.options().api_key.empty() || BearerMatches(req, app.options().api_key)) return std::nullopt;
+  if (app.options().api_key.empty() || net::BearerMatches(req, app.options().api_key)) return std::nullopt;
   return MakeError(401, "Incorrect API key provided: send 'Authorization: Bearer <key>'.", "", "invalid_api_key");
 }
 
@@ -351,14 +351,6 @@ json ModelJson(const ServeApp& app) {
 
 }  // namespace
 
-bool BearerMatches(const net::Request& req, const std::string& key) {
-  auto h = req.Header("authorization");
-  if (!h || !h->starts_with("Bearer ")) return false;
-  std::string_view given = h->substr(7);
-  while (!given.empty() && given.back() == ' ') given.remove_suffix(1);
-  if (given.size() != key.size()) return false;
-  return sodium_memcmp(given.data(), key.data(), key.size()) == 0;
-}
 
 void AddServeRoutes(net::Router& router, std::shared_ptr<ServeApp> app) {
   for (Endpoint e : {Endpoint::kChat, Endpoint::kCompletions}) {

@@ -28,8 +28,5 @@ namespace tenzro::serve {
 // REQUIRES: `app` outlives the router's server (it is captured shared).
 void AddServeRoutes(net::Router& router, std::shared_ptr<ServeApp> app);
 
-// True when `req` carries "Authorization: Bearer <key>" (constant time in
-// the key's bytes).
-bool BearerMatches(const net::Request& req, const std::string& key);
 
 }  // namespace tenzro::serve
