@@ -42,7 +42,7 @@ std::string Which(const std::string& prog) {
 
 // Installs openai@kOpenAiVersion under the build dir; "" or why not.
 std::string EnsureOpenAi(std::string& module_dir) {
-  const std::string dir = std::string(TENZRO_BUILD_DIR) + "/serve-npm";
+  const std::string dir = testing::ProjectBuildDir() + "/serve-npm";
   module_dir = dir + "/node_modules/openai";
   const std::string manifest = module_dir + "/package.json";
   if (fs::exists(manifest)) {
@@ -120,7 +120,7 @@ TEST(ServeProcessTest, OfficialOpenAiClient) {
   json comp_ref = Generate({"--prompt-tokens", "51,71,68,220,506,266"}, 8);
   ASSERT_TRUE(chat_ref.is_object() && comp_ref.is_object());
 
-  auto r = testing::Run({node_bin, std::string(TENZRO_TEST_SOURCE_DIR) + "/openai_client.cjs"}, std::chrono::seconds(120),
+  auto r = testing::Run({node_bin, testing::ProjectSourceDir() + "/tests/serve/openai_client.cjs"}, std::chrono::seconds(120),
                         {"OPENAI_MODULE=" + module_dir, "BASE_URL=" + s->node.http_url() + "/v1",
                          std::string("API_KEY=") + kKey, std::string("MODEL=") + kModelId,
                          "PROMPT_IDS=[51,71,68,220,506,266]"});
