@@ -12,7 +12,13 @@
 //      against ggml's f64 reference and, bit for bit, against a single-node
 //      forward on node 0 (which then loads every expert itself);
 //   6. SIGKILLs one holder and shows the next forward failing over;
-//   7. reports the stage timings, bytes moved, coverage and replication.
+//   7. generates 16 tokens with the bundled chat model in-process and checks
+//      them against the float64 reference (demo_generate.h);
+//   8. node 0, started with --serve, serves that model with the OpenAI API,
+//      its experts on the live holders: the official OpenAI client streams a
+//      chat completion, checked against all-local generation, and a holder is
+//      SIGKILLed during a second stream, which completes (demo_serve.h);
+//   9. reports the stage timings, bytes moved, coverage and replication.
 // With --shape ID the same runs on random weights at a real model's shape
 // (demo_model.h): --layers of its MoE layers with --experts routed experts
 // each, Q4_K_M-typed, and random hidden states; the oracle check is then
@@ -39,9 +45,11 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/builtin_shapes.h"
+#include "catalog/catalog.h"
 #include "cli/command.h"
 #include "cli/demo_generate.h"
 #include "cli/demo_model.h"
+#include "cli/demo_serve.h"
 #include "cli/node_client.h"
 #include "core/bytes.h"
 #include "core/file.h"
@@ -57,6 +65,8 @@ using SteadyClock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 constexpr const char* kModel = "tiny-qwen35moe";
+// The bundled model with its tokenizer, served by node 0 (tiny scenario).
+constexpr const char* kChatModel = "tiny-qwen35moe-chat";
 
 struct DemoArgs {
   int nodes = 4;
@@ -120,6 +130,9 @@ class Demo {
   static void Step(const std::string& s) { fmt::print("\n== {} ==\n", s); }
 
   Result<void> Setup();
+  std::string ChatModelPath() const { return fs::absolute(fs::path(a_.data) / "../model/tiny-qwen35moe-tok-BF16.gguf").lexically_normal().string(); }
+  // Records the chat model in node 0's catalog before node 0 starts.
+  Result<void> CatalogChatModel();
 
   DemoArgs a_;
   std::string model_ = kModel;  // model id the swarm serves
@@ -265,6 +278,15 @@ void PrintHolders(const json& fw) {
   }
 }
 
+Result<void> Demo::CatalogChatModel() {
+  const std::string dir = work_ + "/node0";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  TENZRO_TRY(catalog::Catalog cat, catalog::Catalog::Load(dir));
+  TENZRO_TRY(catalog::CatalogEntry e, cat.AddCheckpoint(kChatModel, ChatModelPath()));
+  return Ok();
+}
+
 // The work dir and the scenario: the bundled tiny checkpoint, or random
 // weights at a built-in shape written into the work dir.
 Result<void> Demo::Setup() {
@@ -320,7 +342,12 @@ Result<void> Demo::Run() {
   const int n_tok = static_cast<int>(hidden_.size() / d_model_);
 
   Step(fmt::format("start {} nodes on loopback; node 0 is the DHT bootstrap, the preparer and the gate", a_.nodes));
-  TENZRO_CHECK_OK(StartNode(0, {}));
+  std::vector<std::string> node0_args;
+  if (tiny) {  // node 0 also serves the chat model, its experts on the swarm
+    TENZRO_CHECK_OK(CatalogChatModel());
+    node0_args = {"--serve", kChatModel, "--serve-threads", "2"};
+  }
+  TENZRO_CHECK_OK(StartNode(0, node0_args));
   const std::string boot = fmt::format("127.0.0.1:{}", nodes_[0].info.value("dht_port", 0));
   for (int i = 1; i < a_.nodes; ++i)
     TENZRO_CHECK_OK(StartNode(i, {"--bootstrap", boot, "--memory-budget", holder_budget_}));
@@ -449,6 +476,22 @@ Result<void> Demo::Run() {
     Step("generate: the whole model in-process (tokenizer, spine, experts, sampler), chat \"Hi\", greedy");
     TENZRO_TRY(bool gen_ok, RunDemoGeneration(a_.data + "/../model"));
     ok &= gen_ok;
+  }
+
+  if (tiny) {
+    Step("serve: node 0 serves the chat model with the OpenAI API, its experts on the live holders");
+    DemoServeSetup ss;
+    ss.model_id = kChatModel;
+    ss.checkpoint = ChatModelPath();
+    ss.preparer = &*nodes_[0].client;
+    TENZRO_TRY(ss.api, net::ParseEndpoint(nodes_[0].info.value("http", "")));
+    for (size_t i = 2; i < nodes_.size(); ++i) {  // node 1 was killed above
+      ss.holders.push_back(&*nodes_[i].client);
+      ss.holder_pids.push_back(nodes_[i].pid);
+    }
+    ss.scripts_dir = (fs::path(a_.data) / "../../../scripts").lexically_normal().string();
+    TENZRO_TRY(bool serve_ok, RunDemoServing(ss));
+    ok &= serve_ok;
   }
 
   Step("report");

@@ -45,4 +45,16 @@ Result<bool> RunDemoGeneration(const std::string& model_dir) {
   return same;
 }
 
+Result<std::string> LocalChatText(const std::string& path, int max_tokens) {
+  TENZRO_TRY(auto tok, tokenizer::LoadTokenizer(path));
+  TENZRO_TRY(auto engine, model::Engine::Open(path));
+  std::vector<int32_t> prompt = tok->Encode(tokenizer::RenderChatMl({{"user", "Hi"}}, true));
+  TENZRO_TRY(auto session, engine->NewSession(static_cast<int>(prompt.size()) + max_tokens));
+  model::GenerateOptions o;
+  o.max_tokens = max_tokens;
+  o.ignore_eog = true;
+  TENZRO_TRY(model::GenerateResult r, model::Generate(*engine, *session, prompt, o, nullptr));
+  return tok->Decode(r.tokens);
+}
+
 }  // namespace tenzro::cli
