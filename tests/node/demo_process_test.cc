@@ -30,6 +30,8 @@ TEST(DemoProcessTest, RunsEndToEndAndCleansUp) {
   EXPECT_NE(r.out.find("all checks passed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bit-identical to the fault-free one"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("coverage 16/16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("greedy tokens equal the float64 reference's"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("text equals the all-local generation"), std::string::npos) << r.out;
   EXPECT_EQ(Entries(tmp.path()), 0u) << "the demo left its work dir behind";
 }
 
