@@ -276,15 +276,19 @@ TEST(DashboardBrowserTest, ServingPanel) {
       },
       std::chrono::seconds(60)));
   std::atomic<bool> stop{false};
+  // One long stream at a time, a new one whenever one ends, until stopped.
   std::thread stream([&] {
     net::HttpClient sc(n.http);
-    const std::string body = json{{"model", kModel}, {"prompt", {51, 71, 68}}, {"max_tokens", 100000},
+    const std::string body = json{{"model", kModel}, {"prompt", {51, 71, 68}}, {"max_tokens", 4000},
                                   {"ignore_eos", true}, {"stream", true}}
                                  .dump();
-    (void)sc.SendStreaming("POST", "/v1/completions", body, "application/json", {}, [&](ByteSpan) -> Result<void> {
-      if (stop) return Error::Unavailable("done");
-      return Ok();
-    });
+    while (!stop) {
+      auto r = sc.SendStreaming("POST", "/v1/completions", body, "application/json", {}, [&](ByteSpan) -> Result<void> {
+        if (stop) return Error::Unavailable("done");
+        return Ok();
+      });
+      if (!r || r->status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   });
   struct Join {
     std::atomic<bool>* stop;

@@ -67,13 +67,18 @@ async function main() {
         Number(rows[0].querySelectorAll('td')[3].textContent) > 0 &&
         Number(document.querySelector('#serving-tps').textContent) > 0
   }
-  await page.waitForFunction(live, null, { timeout, polling: 100 })
+  await page.waitForFunction(live, null, { timeout, polling: 100 }).catch(async e => {
+    throw new Error(e.message + '; panel: ' + JSON.stringify(await panel(page)))
+  })
   const first = await panel(page)
-  // The page redraws each second: the same request has generated more.
-  await page.waitForFunction(n => {
+  // The page redraws each second: the request has generated more (or the
+  // test's next stream replaced it).
+  await page.waitForFunction(([id, n]) => {
     const rows = document.querySelectorAll('#serving-requests tr.live-request')
-    return rows.length > 0 && Number(rows[0].querySelectorAll('td')[3].textContent) > n
-  }, Number(first.requests[0][3]), { timeout, polling: 100 })
+    if (rows.length === 0) return false
+    const td = rows[0].querySelectorAll('td')
+    return td[0].textContent !== id || Number(td[3].textContent) > n
+  }, [first.requests[0][0], Number(first.requests[0][3])], { timeout, polling: 100 })
   const second = await panel(page)
   const shot = path.join(out, 'dashboard-serving.png')
   await page.screenshot({ path: shot, fullPage: true })
