@@ -73,6 +73,7 @@ json BaseState(Node& node, std::shared_ptr<ExpertRuntime> rt, std::shared_ptr<sw
                 {"runtime", RuntimeJson(status)},
                 {"shard_map", nullptr},
                 {"recent_forwards", ProcessMetrics().RecentForwards()}};
+  for (const auto& [key, fn] : node.dashboard_sections()) state[key] = fn();
   if (wanted && !wanted->empty()) state["model"] = *wanted;
   else if (!models.empty()) state["model"] = models.front();
   return state;

@@ -13,7 +13,9 @@
 //             (layers x experts, replicas, hot, under_replicated, holders with
 //             node ids and endpoints) or null (no model / no swarm),
 //         "shard_map_error"?: why it is null,
-//         "recent_forwards": NodeMetrics::RecentForwards() (newest first)}
+//         "recent_forwards": NodeMetrics::RecentForwards() (newest first),
+//         ...sections other services add (Node::AddDashboardSection), e.g.
+//         "serving" with --serve (node/serve_service.h)}
 // M defaults to the first model this node holds, else the first the swarm
 // knows. The state reuses the runtime's status and the swarm service's
 // shard-map route (dispatched in-process on the admin router), so it shows

@@ -1,6 +1,8 @@
 // The dashboard page (node/dashboard.h): one self-contained HTML document,
 // no external fetches. Element ids the browser test reads:
-// #holder-count, #holders, #heatmap, #experts, #forwards, #status.
+// #holder-count, #holders, #heatmap, #experts, #forwards, #status, and with
+// --serve #serving (hidden without it), #serving-status, #serving-tps,
+// #serving-load, #serving-requests.
 #include "node/dashboard.h"
 
 namespace tenzro::node {
@@ -33,6 +35,17 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
 <div id="status" class="muted">connecting…</div>
 <h1>tenzro node <code id="node-id">?</code></h1>
 <div class="muted" id="node-line"></div>
+
+<div class="row" id="serving" hidden>
+  <div class="card">
+    <h2>Serving <code id="serving-model"></code> <span id="serving-status"></span></h2>
+    <div><b id="serving-tps">0</b> generated tok/s <span class="muted" id="serving-window"></span>
+      · <span id="serving-load"></span></div>
+    <div class="muted" id="serving-totals"></div>
+    <table id="serving-requests"><thead><tr><th>request</th><th>state</th><th>prompt</th><th>generated</th>
+      <th>max</th><th>age</th></tr></thead><tbody></tbody></table>
+  </div>
+</div>
 
 <div class="row">
   <div class="card">
@@ -158,7 +171,38 @@ function drawHeatmap(map) {
   box.appendChild(s);
 }
 
+function renderServing(sv) {
+  const box = document.getElementById("serving");
+  box.hidden = !sv;
+  if (!sv) return;
+  document.getElementById("serving-model").textContent = sv.model;
+  const stat = document.getElementById("serving-status");
+  stat.textContent = sv.status;
+  stat.className = sv.status === "ok" ? "ok" : (sv.status === "loading" ? "muted" : "bad");
+  const rb = document.querySelector("#serving-requests tbody");
+  rb.textContent = "";
+  if (!sv.ready) return;
+  document.getElementById("serving-tps").textContent = sv.generated_tokens_per_s.toFixed(1);
+  document.getElementById("serving-window").textContent =
+      "(last " + sv.window_s.toFixed(0) + " s, mean batch " + sv.mean_batch.toFixed(2) + ")";
+  document.getElementById("serving-load").textContent =
+      sv.active + " / " + sv.max_active + " active, " + sv.queued + " queued · sessions " +
+      bytes(sv.session_bytes) + " of " + (sv.session_budget ? bytes(sv.session_budget) : "unlimited");
+  const t = sv.totals;
+  document.getElementById("serving-totals").textContent =
+      t.requests + " requests · " + t.prompt_tokens + " prompt tokens · " + t.generated_tokens +
+      " generated · " + t.steps + " steps · last step " + sv.last_step_ms.toFixed(1) + " ms";
+  for (const r of sv.requests) {
+    const tr = row(rb, [{text: r.id, cls: "num"}, r.state, {text: r.prompt_tokens, cls: "num"},
+                        {text: r.generated, cls: "num"}, {text: r.max_tokens, cls: "num"},
+                        {text: (r.age_ms / 1000).toFixed(1) + " s", cls: "num"}]);
+    tr.className = "live-request";
+    tr.dataset.id = r.id;
+  }
+}
+
 function render(st) {
+  renderServing(st.serving);
   const self = st.node.node_id || "";
   document.getElementById("node-id").textContent = shortId(self);
   document.getElementById("node-id").title = self;

@@ -183,6 +183,10 @@ nlohmann::json Node::InfoJson() const {
 
 void Node::AddInfo(std::string key, std::function<nlohmann::json()> fn) { info_.emplace_back(std::move(key), std::move(fn)); }
 
+void Node::AddDashboardSection(std::string key, std::function<nlohmann::json()> fn) {
+  dashboard_.emplace_back(std::move(key), std::move(fn));
+}
+
 void Node::OnStop(std::function<void()> fn) { stop_hooks_.push_back(std::move(fn)); }
 
 void Node::AddMetrics(std::function<void(std::string&)> fn) { metrics_.push_back(std::move(fn)); }

@@ -79,6 +79,13 @@ class Node {
   // Adds `key` to DATA_DIR/node.json and GET /v1/node/info, computed by `fn`
   // when they are written/answered (loop thread). Before Run().
   void AddInfo(std::string key, std::function<nlohmann::json()> fn);
+  // Adds `key` to the dashboard's GET /v1/dashboard/state (public: no paths
+  // or secrets), computed by `fn` when the state is read (loop thread; keep
+  // it cheap). Before Run().
+  void AddDashboardSection(std::string key, std::function<nlohmann::json()> fn);
+  const std::vector<std::pair<std::string, std::function<nlohmann::json()>>>& dashboard_sections() const {
+    return dashboard_;
+  }
   // Runs `fn` once when the node stops, after the loop has ended and before
   // jobs and workers are shut down (e.g. announce "leaving"). Hooks run in
   // reverse order of registration. Before Run().
@@ -113,6 +120,7 @@ class Node {
   struct Loop;              // signal set + stop timer (Boost types kept out of this header)
   std::unique_ptr<Loop> loop_;
   std::vector<std::pair<std::string, std::function<nlohmann::json()>>> info_;
+  std::vector<std::pair<std::string, std::function<nlohmann::json()>>> dashboard_;
   std::vector<std::function<void()>> stop_hooks_;
   std::vector<std::function<void(std::string&)>> metrics_;
 };

@@ -1,5 +1,6 @@
 #include "node/serve_service.h"
 
+#include <chrono>
 #include <thread>
 
 #include <fmt/format.h>
@@ -11,6 +12,48 @@
 #include "serve/routes.h"
 
 namespace tenzro::node {
+namespace {
+
+constexpr size_t kDashboardRequests = 32;
+
+// The dashboard's "serving" section (docs/formats/admin-api.md).
+nlohmann::json ServingJson(serve::ServeApp& app) {
+  using nlohmann::json;
+  // Not the loading status itself: it names the checkpoint's path.
+  std::string status = app.status();
+  if (status.rfind("loading", 0) == 0) status = "loading";
+  json j = {{"model", app.options().model_id}, {"status", status}, {"ready", app.ready()}};
+  if (!app.ready()) return j;
+  const auto now = serve::LiveStats::Clock::now();
+  const serve::SchedulerStats st = app.scheduler().stats();
+  const serve::LiveStats::Rates rates = app.live().Read(now);
+  j["active"] = st.active;
+  j["queued"] = st.queued;
+  j["max_active"] = app.scheduler().options().max_active;
+  j["session_bytes"] = st.session_bytes;
+  j["session_budget"] = st.session_budget;
+  j["totals"] = {{"requests", st.requests},
+                 {"prompt_tokens", st.prompt_tokens},
+                 {"generated_tokens", st.generated_tokens},
+                 {"steps", st.steps}};
+  j["last_step_ms"] = st.last_step_ms;
+  j["generated_tokens_per_s"] = rates.generated_per_s;
+  j["mean_batch"] = rates.mean_batch;
+  j["window_s"] = rates.window_s;
+  json reqs = json::array();
+  for (const serve::RequestSnapshot& r : app.scheduler().Requests(kDashboardRequests)) {
+    reqs.push_back({{"id", r.id},
+                    {"state", r.queued ? "queued" : r.prefilled < r.prompt_tokens ? "prefill" : "decode"},
+                    {"prompt_tokens", r.prompt_tokens},
+                    {"generated", r.generated},
+                    {"max_tokens", r.max_tokens},
+                    {"age_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now - r.submitted).count()}});
+  }
+  j["requests"] = std::move(reqs);
+  return j;
+}
+
+}  // namespace
 
 Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor,
                              std::function<std::string(const model::HParams&)> coverage) {
@@ -47,6 +90,7 @@ Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor,
   node.AddInfo("serve", [app] {
     return nlohmann::json{{"model", app->options().model_id}, {"status", app->status()}};
   });
+  node.AddDashboardSection("serving", [app] { return ServingJson(*app); });
   auto loader = std::make_shared<std::thread>([app] {
     Result<void> r = app->Load();
     if (r) spdlog::info("serving model '{}' from {}", app->options().model_id, app->options().checkpoint);

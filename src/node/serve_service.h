@@ -7,6 +7,9 @@
 // (serve/routes.h) and its metrics on GET /metrics, and opens the engine,
 // the tokenizer and the batch scheduler on a background thread: until that
 // is done GET /health answers 503 "loading ..." (or why loading failed).
+// It also adds the dashboard's "serving" section (Node::AddDashboardSection;
+// fields in docs/formats/admin-api.md): status, totals, tokens/s over ~10 s
+// (serve::LiveStats), at most 32 live requests (Scheduler::Requests).
 // Without config().serve it does nothing.
 // `make_executor` is where the MoE blocks run: null = in-process on the
 // checkpoint's experts; the swarm executor (node/swarm_moe_executor.h)

@@ -13,6 +13,7 @@ struct Scheduler::Seq {
   size_t prefilled = 0;            // prompt tokens fed so far
   std::vector<int32_t> generated;  // delivered tokens
   bool done = false;
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
 
 Scheduler::Scheduler(model::Engine* engine, SchedulerOptions options) : engine_(engine), options_(options) {}
@@ -57,6 +58,7 @@ Result<uint64_t> Scheduler::Submit(GenRequest req) {
       return Error::ResourceExhausted("{} requests running and {} queued (limits {} + {}); retry later", active_count_,
                                       waiting_.size(), options_.max_active, options_.max_waiting);
     id = s->id = next_id_++;
+    counters_.requests++;
     waiting_.push_back(std::move(s));
   }
   cv_.notify_all();
@@ -80,6 +82,43 @@ SchedulerStats Scheduler::stats() const {
   s.session_bytes = engine_->budget().used();
   s.session_budget = engine_->budget().limit();
   return s;
+}
+
+std::vector<RequestSnapshot> Scheduler::Requests(size_t max) const {
+  std::vector<RequestSnapshot> out;
+  std::lock_guard lk(mu_);
+  out.reserve(std::min(max, running_.size() + waiting_.size()));
+  for (const RequestSnapshot& r : running_) {
+    if (out.size() >= max) return out;
+    out.push_back(r);
+  }
+  for (const auto& s : waiting_) {
+    if (out.size() >= max) break;
+    RequestSnapshot r;
+    r.id = s->id;
+    r.queued = true;
+    r.prompt_tokens = static_cast<int>(s->req.prompt.size());
+    r.max_tokens = s->req.max_tokens;
+    r.submitted = s->submitted;
+    out.push_back(r);
+  }
+  return out;
+}
+
+void Scheduler::PublishLocked() {
+  active_count_ = static_cast<int>(active_.size());
+  running_.clear();
+  for (const auto& s : active_) {
+    if (s->done) continue;
+    RequestSnapshot r;
+    r.id = s->id;
+    r.prompt_tokens = static_cast<int>(s->req.prompt.size());
+    r.prefilled = static_cast<int>(s->prefilled);
+    r.generated = static_cast<int>(s->generated.size());
+    r.max_tokens = s->req.max_tokens;
+    r.submitted = s->submitted;
+    running_.push_back(r);
+  }
 }
 
 void Scheduler::Finish(Seq& s, Result<void> status, model::FinishReason reason) {
@@ -128,7 +167,7 @@ void Scheduler::RetireCancelled() {
   std::erase(active_, nullptr);
   {
     std::lock_guard lk(mu_);
-    active_count_ = static_cast<int>(active_.size());
+    PublishLocked();
   }
   for (auto& s : dropped) Finish(*s, Error::Unavailable("request {} cancelled", s->id), model::FinishReason::kStop);
 }
@@ -158,7 +197,7 @@ void Scheduler::Admit() {
     active_.push_back(std::move(s));
   }
   std::lock_guard lk(mu_);
-  active_count_ = static_cast<int>(active_.size());
+  PublishLocked();
 }
 
 bool Scheduler::RunStep() {
@@ -211,13 +250,13 @@ bool Scheduler::RunStep() {
   std::erase_if(active_, [](const std::unique_ptr<Seq>& s) { return s->done; });
   {
     std::lock_guard lk(mu_);
-    active_count_ = static_cast<int>(active_.size());
+    PublishLocked();
     counters_.steps++;
     counters_.prompt_tokens += static_cast<uint64_t>(prompt_rows);
     counters_.generated_tokens += delivered;
     counters_.last_step_ms = ms;
   }
-  if (observer_) observer_({static_cast<int>(batch.size()), rows, ms});
+  if (observer_) observer_({static_cast<int>(batch.size()), rows, ms, static_cast<int>(delivered)});
   defer_done_ = false;
   std::vector<std::function<void()>> done;
   done.swap(deferred_);

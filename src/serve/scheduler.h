@@ -27,9 +27,10 @@
 // back into the scheduler except Cancel(). on_done is called exactly once per
 // accepted request (finish, error or cancel), after its last on_token and
 // after the step that finished it is counted (stats, step observer).
-// Thread-safety: Submit, Cancel and stats are safe from any thread.
+// Thread-safety: Submit, Cancel, stats and Requests are safe from any thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -80,6 +81,7 @@ struct GenRequest {
 struct SchedulerStats {
   int active = 0;
   int queued = 0;
+  uint64_t requests = 0;           // accepted by Submit
   uint64_t steps = 0;              // Engine::Step calls
   uint64_t prompt_tokens = 0;      // prompt tokens fed
   uint64_t generated_tokens = 0;   // tokens delivered
@@ -93,6 +95,19 @@ struct StepInfo {
   int sequences = 0;  // in the Engine::Step call
   int tokens = 0;     // rows fed
   double ms = 0;
+  int generated = 0;  // tokens delivered by this step
+};
+
+// One request as the scheduler last published it (after its admission or its
+// latest step): a copy, so reading it never waits for a step.
+struct RequestSnapshot {
+  uint64_t id = 0;
+  bool queued = false;    // still waiting for a place in the batch
+  int prompt_tokens = 0;
+  int prefilled = 0;      // prompt tokens fed so far
+  int generated = 0;      // tokens delivered so far
+  int max_tokens = 0;
+  std::chrono::steady_clock::time_point submitted;
 };
 
 class Scheduler {
@@ -124,6 +139,10 @@ class Scheduler {
   void SetStepObserver(std::function<void(const StepInfo&)> fn) { observer_ = std::move(fn); }
 
   SchedulerStats stats() const;
+  // The running requests (admission order), then the queued ones, at most
+  // `max` in all. Costs one lock and O(max) copies: at most max_active
+  // running entries are kept, the queue is only read.
+  std::vector<RequestSnapshot> Requests(size_t max) const;
   const SchedulerOptions& options() const { return options_; }
 
  private:
@@ -135,6 +154,9 @@ class Scheduler {
   // Samples and delivers one token for `s` from `row`; true when it goes on.
   bool Advance(Seq& s, std::span<const float> row);
   void Finish(Seq& s, Result<void> status, model::FinishReason reason);
+  // REQUIRES: mu_ held, on the worker. Mirrors active_ into active_count_
+  // and running_.
+  void PublishLocked();
 
   model::Engine* engine_;
   const SchedulerOptions options_;
@@ -148,6 +170,7 @@ class Scheduler {
   std::unordered_set<uint64_t> cancelled_;    // guarded by mu_
   int active_count_ = 0;                      // guarded by mu_ (mirror of active_.size())
   SchedulerStats counters_;                   // guarded by mu_ (steps, tokens, last_step_ms)
+  std::vector<RequestSnapshot> running_;      // guarded by mu_ (mirror of active_)
 
   std::vector<std::unique_ptr<Seq>> active_;  // worker thread only
   std::vector<float> logits_;                 // worker thread only

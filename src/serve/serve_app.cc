@@ -37,7 +37,10 @@ Result<void> ServeApp::Load() {
     const int model_ctx = engine_->hparams().n_ctx_train > 0 ? engine_->hparams().n_ctx_train : options_.max_context;
     context_ = std::min(options_.max_context, model_ctx);
     scheduler_ = std::make_unique<Scheduler>(engine_.get(), options_.scheduler);
-    scheduler_->SetStepObserver([this](const StepInfo& s) { metrics_.ObserveStep(s); });
+    scheduler_->SetStepObserver([this](const StepInfo& s) {
+      metrics_.ObserveStep(s);
+      live_.ObserveStep(LiveStats::Clock::now(), s);
+    });
     scheduler_->Start();
     return Ok();
   };

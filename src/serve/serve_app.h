@@ -24,6 +24,7 @@
 #include "model/engine.h"
 #include "model/hparams.h"
 #include "model/moe_executor.h"
+#include "serve/live_stats.h"
 #include "serve/metrics.h"
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -68,12 +69,15 @@ class ServeApp {
   const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
   Scheduler& scheduler() { return *scheduler_; }
   ServeMetrics& metrics() { return metrics_; }
+  // Tokens/s and batch size over the last ~10 s (fed by every step).
+  const LiveStats& live() const { return live_; }
   // The context a request may use: min(max_context, the model's).
   int context() const { return context_; }
 
  private:
   ServeOptions options_;
   ServeMetrics metrics_;
+  LiveStats live_{LiveStats::Clock::now()};
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<model::Engine> engine_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -6,20 +6,26 @@
 // SIGKILLed the same page (no reload) must drop it and mark the expert only
 // C held as uncovered. Screenshots:
 // BUILD_DIR/artifacts/dashboard.png and dashboard-after-kill.png.
+// DashboardBrowserTest.ServingPanel: the Serving panel of a --serve node
+// (tests/node/dashboard_serving_browser.mjs; dashboard-serving.png).
 // A missing chromium, node or playwright-core FAILS the test (scripts/setup
 // installs them); TENZRO_SKIP_BROWSER_TEST=1 skips it explicitly.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
+#include "net/client.h"
 #include "node/runtime_service.h"
 #include "testutil/node_process.h"
+#include "testutil/testutil.h"
 
 namespace tenzro::testing {
 namespace {
@@ -91,21 +97,26 @@ struct ScriptGuard {
   }
 };
 
+// "" when chromium, node and playwright-core are there (installing the
+// latter), else what is missing.
+std::string BrowserMissing(const std::string& node_js, const std::string& pw_dir) {
+  std::vector<std::string> missing;
+  if (!fs::exists(Chromium())) missing.push_back(Chromium() + " is missing (apt-get install chromium; scripts/setup)");
+  if (node_js.empty()) missing.push_back("node is missing (nodejs; scripts/setup)");
+  if (missing.empty())
+    if (std::string why = EnsurePlaywright(pw_dir); !why.empty()) missing.push_back(why);
+  if (missing.empty()) return "";
+  std::string msg = "DASHBOARD BROWSER TEST CANNOT RUN: ";
+  for (const auto& m : missing) msg += m + "; ";
+  return msg + "(set TENZRO_SKIP_BROWSER_TEST=1 to skip it on purpose)";
+}
+
 TEST(DashboardBrowserTest, ShowsAllHoldersAndUpdatesAfterAKill) {
   if (const char* s = std::getenv("TENZRO_SKIP_BROWSER_TEST"); s && std::string(s) == "1")
     GTEST_SKIP() << "TENZRO_SKIP_BROWSER_TEST=1";
-  std::vector<std::string> missing;
-  if (!fs::exists(Chromium())) missing.push_back(Chromium() + " is missing (apt-get install chromium; scripts/setup)");
   const std::string node_js = Which("node");
-  if (node_js.empty()) missing.push_back("node is missing (nodejs; scripts/setup)");
   const std::string pw_dir = BuildDir() + "/browser-test";
-  if (missing.empty())
-    if (std::string why = EnsurePlaywright(pw_dir); !why.empty()) missing.push_back(why);
-  if (!missing.empty()) {
-    std::string msg = "DASHBOARD BROWSER TEST CANNOT RUN: ";
-    for (const auto& m : missing) msg += m + "; ";
-    FAIL() << msg << "(set TENZRO_SKIP_BROWSER_TEST=1 to skip it on purpose)";
-  }
+  if (std::string why = BrowserMissing(node_js, pw_dir); !why.empty()) FAIL() << why;
 
   TempDir tmp;
   const std::vector<std::string> swarm = {"--swarm-refresh-ms", "500", "--swarm-ttl-s", std::to_string(kTtlS),
@@ -236,6 +247,82 @@ TEST(DashboardBrowserTest, ShowsAllHoldersAndUpdatesAfterAKill) {
     EXPECT_GT(fs::file_size(artifacts + f), 10000u) << f;
     std::printf("[dashboard] screenshot %s\n", (artifacts + f).c_str());
   }
+}
+
+// The Serving panel of a node serving the tiny model (--serve, experts
+// in-process) while one long streamed completion runs: the page shows the
+// model "ok", tokens/s above 0 and the request with its generated count
+// moving. Screenshot: BUILD_DIR/artifacts/dashboard-serving.png.
+TEST(DashboardBrowserTest, ServingPanel) {
+  if (const char* s = std::getenv("TENZRO_SKIP_BROWSER_TEST"); s && std::string(s) == "1")
+    GTEST_SKIP() << "TENZRO_SKIP_BROWSER_TEST=1";
+  const std::string node_js = Which("node");
+  const std::string pw_dir = BuildDir() + "/browser-test";
+  if (std::string why = BrowserMissing(node_js, pw_dir); !why.empty()) FAIL() << why;
+  TempDir tmp;
+  const std::string dir = tmp.Join("n");
+  auto add = RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", kModel, "--checkpoint",
+                        DataPath("model/tiny-qwen35moe-tok-BF16.gguf")});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  NodeOptions o;
+  o.run_args = {"--serve", kModel, "--serve-experts", "local", "--serve-threads", "2"};
+  RunningNode n = StartNode(dir, o);
+  ASSERT_TRUE(n.running());
+  net::HttpClient c(n.http);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = c.Send("GET", "/health");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(60)));
+  std::atomic<bool> stop{false};
+  // One long stream at a time, a new one whenever one ends, until stopped.
+  std::thread stream([&] {
+    net::HttpClient sc(n.http);
+    const std::string body = json{{"model", kModel}, {"prompt", {51, 71, 68}}, {"max_tokens", 4000},
+                                  {"ignore_eos", true}, {"stream", true}}
+                                 .dump();
+    while (!stop) {
+      auto r = sc.SendStreaming("POST", "/v1/completions", body, "application/json", {}, [&](ByteSpan) -> Result<void> {
+        if (stop) return Error::Unavailable("done");
+        return Ok();
+      });
+      if (!r || r->status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  struct Join {
+    std::atomic<bool>* stop;
+    std::thread* t;
+    ~Join() {
+      *stop = true;
+      t->join();
+    }
+  } join{&stop, &stream};
+  const std::string artifacts = BuildDir() + "/artifacts";
+  fs::create_directories(artifacts);
+  fs::remove(artifacts + "/dashboard-serving.png");
+  ChildProcess script({node_js, tenzro::testing::ProjectSourceDir() + "/tests/node/dashboard_serving_browser.mjs",
+                       "--modules", pw_dir + "/node_modules", "--url", n.http_url() + "/", "--out", artifacts,
+                       "--timeout-ms", "60000", "--chromium", Chromium()},
+                      tmp.Join("browser.log"));
+  ScriptGuard guard{&script};
+  const int code = script.Wait(std::chrono::seconds(120));
+  const std::string out = script.Log();
+  ASSERT_EQ(code, 0) << out;
+  const size_t at = out.find("RESULT ");
+  ASSERT_NE(at, std::string::npos) << out;
+  json res = json::parse(out.substr(at + 7, out.find('\n', at) - at - 7), nullptr, false);
+  ASSERT_TRUE(res.is_object()) << out;
+  EXPECT_EQ(res["first"]["model"], kModel);
+  EXPECT_EQ(res["first"]["status"], "ok");
+  EXPECT_GT(res["first"]["tps"].get<double>(), 0);
+  ASSERT_EQ(res["second"]["requests"].size(), 1u) << res.dump();
+  EXPECT_EQ(res["second"]["requests"][0][1], "decode");
+  EXPECT_EQ(res["second"]["requests"][0][2], "3");  // prompt tokens
+  EXPECT_NE(res["second"]["load"].get<std::string>().find("1 / "), std::string::npos) << res.dump();
+  EXPECT_TRUE(res["page_errors"].empty()) << res["page_errors"].dump();
+  ASSERT_TRUE(fs::exists(artifacts + "/dashboard-serving.png"));
+  std::printf("[dashboard] screenshot %s\n", (artifacts + "/dashboard-serving.png").c_str());
 }
 
 }  // namespace
