@@ -26,6 +26,7 @@
 //   step_ms_48L        layer_ms x 48: a 48-layer model's step, extrapolated
 // and, where the node records them, the dispatch stage shares of a step.
 // The console table at the end puts swarm and local side by side.
+// SERVE_BENCH_DEBUG=1 prints every body piece as it arrives, with its time.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
