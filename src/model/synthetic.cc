@@ -180,6 +180,27 @@ Result<uint64_t> WriteSyntheticModel(const SyntheticShape& shape, const Syntheti
   }
   TENZRO_CHECK_OK(b.Constant("output_norm.weight", E, 1.0f));
   TENZRO_CHECK_OK(b.Matrix("output.weight", dt, E, vocab, s_e));
+  if (o.tokenizer) {
+    std::vector<std::string> tokens(static_cast<size_t>(vocab));
+    // Tokens 0..255: the 256 bytes as byte-level BPE spells them (GPT-2's
+    // bytes_to_unicode: printable bytes as themselves, the rest from U+0100).
+    for (int i = 0, extra = 0; i < vocab; ++i) {
+      if (i >= 256) {
+        tokens[i] = fmt::format("t{}", i);
+        continue;
+      }
+      const bool printable = (i >= 33 && i <= 126) || (i >= 161 && i <= 172) || i >= 174;
+      const uint32_t cp = printable ? static_cast<uint32_t>(i) : 256u + extra++;
+      tokens[i] = cp < 0x80 ? std::string(1, static_cast<char>(cp))
+                            : std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+    }
+    w.Set("tokenizer.ggml.model", GgufValue::Str("gpt2"));
+    w.Set("tokenizer.ggml.pre", GgufValue::Str("qwen2"));
+    w.Set("tokenizer.ggml.tokens", GgufValue::StringArray(tokens));
+    w.Set("tokenizer.ggml.token_type",
+          GgufValue::IntArray(format::GgufType::kInt32, std::vector<int64_t>(tokens.size(), 1)));
+    w.Set("tokenizer.ggml.eos_token_id", GgufValue::U32(static_cast<uint32_t>(vocab - 1)));
+  }
   TENZRO_CHECK_OK(w.Write(path));
   std::error_code ec;
   return static_cast<uint64_t>(std::filesystem::file_size(path, ec));

@@ -48,6 +48,12 @@ struct SyntheticOptions {
   quant::GgmlType dense_type = quant::GgmlType::Q4_K;
   quant::GgmlType expert_type = quant::GgmlType::Q4_K;
   uint64_t seed = 1;
+  // Also write a placeholder byte-level BPE tokenizer ("gpt2", pre "qwen2",
+  // no merges): the 256 byte tokens, then "t256", "t257", ... up to n_vocab,
+  // so that the model
+  // can be served (serve/ loads the checkpoint's tokenizer); prompts are
+  // then given as token ids.
+  bool tokenizer = false;
 };
 
 // Writes the GGUF; returns its size in bytes. kInvalidArgument for options

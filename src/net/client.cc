@@ -133,7 +133,12 @@ struct HttpClient::Impl {
       parser.get().body().data = buf;
       parser.get().body().size = sizeof buf;
       arm();
-      http::async_read(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+      // A streamed body is handed on as it arrives (async_read would wait
+      // until the 64 KiB buffer is full or the body ends).
+      if (stream_body)
+        http::async_read_some(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+      else
+        http::async_read(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
       Run();
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {

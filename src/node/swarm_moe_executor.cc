@@ -1,5 +1,6 @@
 #include "node/swarm_moe_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -8,6 +9,7 @@
 #include "catalog/catalog.h"
 #include "node/dispatch_service.h"
 #include "node/node.h"
+#include "node/node_metrics.h"
 #include "node/swarm_service.h"
 
 namespace tenzro::node {
@@ -58,14 +60,17 @@ Result<void> SwarmMoeExecutor::Run(int layer, const float* x, int n_tok, float* 
   auto routing = runtime::Route(l.router, routing_, x, n_tok, pool_);
   if (!routing) return routing.error().WithContext(fmt::format("MoE layer {} gate", layer));
   in.routing = std::move(*routing);
-  st.gate_ms += MsSince(t0);
+  const double gate_ms = MsSince(t0);
+  st.gate_ms += gate_ms;
+  double shared_ms = 0;
   if (l.shared && n_tok > 0) {
     const auto t1 = Clock::now();
     shared_buf_.resize(static_cast<size_t>(n_tok) * n_embd_);
     auto s = runtime::SharedExpertFfn(*l.shared, x, n_tok, shared_buf_.data(), pool_);
     if (!s) return s.error().WithContext(fmt::format("MoE layer {} shared expert", layer));
     in.shared = shared_buf_.data();
-    st.shared_ms += MsSince(t1);
+    shared_ms = MsSince(t1);
+    st.shared_ms += shared_ms;
   }
   auto rep = dispatcher_->Forward(in, options_, out);
   if (!rep) return rep.error().WithContext(fmt::format("MoE layer {} (distributed)", layer));
@@ -82,7 +87,26 @@ Result<void> SwarmMoeExecutor::Run(int layer, const float* x, int n_tok, float* 
     ++st.calls_by_holder[c.target.node_id];
   }
   st.spot_calls += static_cast<int>(rep->spot_calls.size());
-  st.total_ms += MsSince(t0);
+  const double total_ms = MsSince(t0);
+  st.total_ms += total_ms;
+  // Into /metrics (tenzro_forward_stage_seconds) like an admin-route forward,
+  // plus the slowest holder's own compute time.
+  ForwardRecord rec;
+  rec.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  rec.model = model_;
+  rec.layer = layer;
+  rec.n_tokens = n_tok;
+  rec.ok = true;
+  double slowest = 0;
+  for (const dispatch::HolderCall& c : rep->calls) slowest = std::max(slowest, c.compute_ms);
+  rec.stages_ms = {{"gate", gate_ms}, {"shared", shared_ms}, {"plan", rep->plan_ms},
+                   {"exec", rep->exec_ms}, {"slowest_holder", slowest}, {"combine", rep->combine_ms},
+                   {"total", total_ms}};
+  rec.rounds = rep->rounds;
+  for (const dispatch::HolderCall& c : rep->calls)
+    rec.transports.emplace_back(dispatch::TransportName(c.target.transport));
+  ProcessMetrics().RecordForward(std::move(rec));
   return Ok();
 }
 
