@@ -72,17 +72,17 @@ TEST(SchedulerTest, TokensDoNotDependOnTheBatch) {
   o.max_step_tokens = 8;  // the long prompt is prefilled over several steps
   std::vector<int32_t> alone;
   {
+    Sink a;  // before the scheduler: its destructor finishes pending requests into them
     Scheduler s(engine.get(), o);
     s.Start();
-    Sink a;
     ASSERT_TRUE(s.Submit(a.Request(kPromptA, 12, Sampled(7))).has_value());
     FinishEvent fe = a.Wait();
     ASSERT_TRUE(fe.status.has_value());
     alone = a.tokens;
   }
   ASSERT_FALSE(alone.empty());
+  Sink a, b, c, d;  // before the scheduler: its destructor finishes pending requests into them
   Scheduler s(engine.get(), o);
-  Sink a, b, c, d;
   ASSERT_TRUE(s.Submit(b.Request(kPromptB, 20, Sampled(1))).has_value());
   ASSERT_TRUE(s.Submit(c.Request(LongPrompt(), 5, Sampled(2))).has_value());
   ASSERT_TRUE(s.Submit(a.Request(kPromptA, 12, Sampled(7))).has_value());
@@ -106,9 +106,9 @@ TEST(SchedulerTest, ChunkedPrefillMatchesGenerate) {
   session->reset();
   SchedulerOptions o;
   o.max_step_tokens = 3;
+  Sink k;  // before the scheduler: its destructor finishes pending requests into them
   Scheduler s(engine.get(), o);
   s.Start();
-  Sink k;
   ASSERT_TRUE(s.Submit(k.Request(LongPrompt(), 10, model::SamplingParams{})).has_value());
   ASSERT_TRUE(k.Wait().status.has_value());
   EXPECT_EQ(k.tokens, ref->tokens);
@@ -146,8 +146,8 @@ TEST(SchedulerTest, QueueFullIsResourceExhausted) {
   SchedulerOptions o;
   o.max_active = 1;
   o.max_waiting = 1;
+  Sink a, b, c;  // before the scheduler: its destructor finishes pending requests into them
   Scheduler s(engine.get(), o);  // not started: everything waits
-  Sink a, b, c;
   ASSERT_TRUE(s.Submit(a.Request(kPromptA, 2, {})).has_value());
   ASSERT_TRUE(s.Submit(b.Request(kPromptA, 2, {})).has_value());
   auto r = s.Submit(c.Request(kPromptA, 2, {}));
@@ -160,8 +160,8 @@ TEST(SchedulerTest, QueueFullIsResourceExhausted) {
 TEST(SchedulerTest, CancelFreesTheSession) {
   auto engine = OpenTiny();
   ASSERT_TRUE(engine);
+  Sink k;  // before the scheduler: its destructor finishes pending requests into them
   Scheduler s(engine.get(), SchedulerOptions{});
-  Sink k;
   std::atomic<uint64_t> id{0};
   k.stop_when = [&](int32_t) {
     if (k.tokens.size() == 3) s.Cancel(id.load());
@@ -193,10 +193,10 @@ TEST(SchedulerTest, SessionBudgetQueuesThenRefuses) {
   probe.reset();
   auto engine = OpenTiny(one + one / 2);
   ASSERT_TRUE(engine);
+  Sink a, b, big;  // before the scheduler: its destructor finishes pending requests into them
   Scheduler s(engine.get(), SchedulerOptions{});
   std::vector<StepInfo> steps;
   s.SetStepObserver([&](const StepInfo& i) { steps.push_back(i); });
-  Sink a, b, big;
   ASSERT_TRUE(s.Submit(a.Request(kPromptA, 8, {})).has_value());
   ASSERT_TRUE(s.Submit(b.Request(kPromptA, 8, {})).has_value());
   s.Start();
