@@ -141,7 +141,9 @@ class Demo {
   int n_expert_ = 8;
   int64_t d_model_ = 256;
   uint64_t expert_bytes_ = 0;   // one expert at q4_k_m (--shape)
-  std::string holder_budget_ = "1MiB";
+  // Tiny scenario: room for each holder's share of both models warm (the
+  // chat model's bf16 experts are 768 KiB each; the q4_k_m ones ~220 KiB).
+  std::string holder_budget_ = "24MiB";
   std::vector<float> hidden_;   // n_tok x d_model
   std::string work_;
   std::vector<DemoNode> nodes_;

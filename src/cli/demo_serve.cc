@@ -60,7 +60,7 @@ Result<std::string> StreamChat(const net::Endpoint& api, const std::string& mode
                {"temperature", 0},
                {"ignore_eos", true},
                {"stream", true}};
-  std::string buf, text;
+  std::string buf, text, error;
   int chunks = 0;
   auto sink = [&](ByteSpan piece) -> Result<void> {
     buf.append(reinterpret_cast<const char*>(piece.data()), piece.size());
@@ -70,6 +70,7 @@ Result<std::string> StreamChat(const net::Endpoint& api, const std::string& mode
       buf.erase(0, end + 2);
       if (frame.rfind("data: ", 0) != 0 || frame == "data: [DONE]") continue;
       json j = json::parse(frame.substr(6), nullptr, false);
+      if (j.is_object() && j.contains("error")) error = j["error"].dump();
       if (!j.is_object() || !j.contains("choices") || j["choices"].empty()) continue;
       const json& d = j["choices"][0]["delta"];
       if (d.contains("content") && d["content"].is_string()) {
@@ -82,6 +83,7 @@ Result<std::string> StreamChat(const net::Endpoint& api, const std::string& mode
   TENZRO_TRY(net::ClientResponse r,
              c.SendStreaming("POST", "/v1/chat/completions", body.dump(), "application/json", {}, sink));
   if (r.status != 200) return Error::Unavailable("stream answered {}: {}", r.status, r.body);
+  if (!error.empty()) fmt::print("  the stream ended with an error after {} tokens: {}\n", chunks, error);
   return text;
 }
 
