@@ -27,11 +27,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -78,6 +83,21 @@ std::string EnsureInstalled() {
   std::string npm = Which("npm");
   if (npm.empty()) return "npm is not installed (scripts/setup installs nodejs and npm)";
   fs::create_directories(dir);
+  // ctest runs each test as its own process, several at once: one installs,
+  // the others wait on the lock and then find the package.
+  int lock = ::open((dir + "/.install.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } unlock{lock};
+  if (fs::exists(manifest)) {
+    std::ifstream f(manifest);
+    auto j = json::parse(f, nullptr, false);
+    if (!j.is_discarded() && j.value("version", "") == kVersion) return "";
+  }
   std::ofstream(dir + "/package.json") << R"({"name":"tenzro-qwen-reference","version":"0.0.0","private":true})";
   auto r = tenzro::testing::Run({npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save",
                                  "--loglevel=error", std::string(kPackage) + "@" + kVersion},
@@ -219,10 +239,19 @@ const Reference& GetReference() {
       return r;
     }
     r->strings = TestStrings(20261201, kStrings);
-    std::string dir = RefDir(), out = dir + "/out";
+    // Each test process writes and reads its own files (tests run in parallel).
+    std::string dir = RefDir(), run_dir = dir + "/run-" + std::to_string(::getpid()), out = run_dir + "/out";
+    fs::remove_all(run_dir);
+    fs::create_directories(run_dir);
+    static std::string cleanup_dir;
+    cleanup_dir = run_dir;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(cleanup_dir, ec);
+    });
     json strings = r->strings;
-    std::ofstream(dir + "/strings.json") << strings.dump();
-    std::vector<std::string> argv = {node, Script(), dir + "/node_modules", dir + "/strings.json", out};
+    std::ofstream(run_dir + "/strings.json") << strings.dump();
+    std::vector<std::string> argv = {node, Script(), dir + "/node_modules", run_dir + "/strings.json", out};
     // No network for the script when a namespace can be made.
     std::string unshare = Which("unshare");
     if (!unshare.empty() && tenzro::testing::Run({unshare, "-n", "true"}, std::chrono::seconds(20)).exit_code == 0)
