@@ -126,7 +126,6 @@ struct HttpClient::Impl {
     }
     out.content_type = std::string(h[http::field::content_type]);
     bool stream_body = sink && out.ok();
-    const bool incremental = stream_body && out.content_type.rfind("text/event-stream", 0) == 0;
     uint64_t limit = stream_body ? max_stream : opts.max_response_bytes;
     uint64_t total = 0;
     char buf[64 * 1024];
@@ -134,13 +133,7 @@ struct HttpClient::Impl {
       parser.get().body().data = buf;
       parser.get().body().size = sizeof buf;
       arm();
-      // Server-sent events are handed on as they arrive (async_read waits
-      // until the 64 KiB buffer is full or the body ends); other streamed
-      // bodies (blobs) keep whole-buffer reads.
-      if (incremental)
-        http::async_read_some(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
-      else
-        http::async_read(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+      http::async_read(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
       Run();
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {

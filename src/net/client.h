@@ -69,10 +69,8 @@ class HttpClient {
                               std::string_view body = {}, std::string_view content_type = "application/json",
                               const Headers& extra = {});
 
-  // Like Send, but a 2xx body is handed to `sink` as it arrives, never held
-  // whole: a text/event-stream body piece by piece as read, others in pieces
-  // of up to 64 KiB. At most `max_stream_bytes` are accepted, else
-  // kResourceExhausted;
+  // Like Send, but a 2xx body is handed to `sink` as it arrives (never held
+  // whole; at most `max_stream_bytes` are accepted, else kResourceExhausted);
   // a non-2xx body is buffered into the returned response as with Send.
   Result<ClientResponse> SendStreaming(std::string_view method, std::string_view target,
                                        std::string_view body, std::string_view content_type,
