@@ -16,8 +16,8 @@
 //      them against the float64 reference (demo_generate.h);
 //   8. node 0, started with --serve, serves that model with the OpenAI API,
 //      its experts on the live holders: the official OpenAI client streams a
-//      chat completion, checked against all-local generation, and a holder is
-//      SIGKILLed during a second stream, which completes (demo_serve.h);
+//      chat completion, checked against all-local generation; a holder is
+//      SIGKILLed and a second stream completes (demo_serve.h);
 //   9. reports the stage timings, bytes moved, coverage and replication.
 // With --shape ID the same runs on random weights at a real model's shape
 // (demo_model.h): --layers of its MoE layers with --experts routed experts

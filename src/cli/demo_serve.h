@@ -7,8 +7,8 @@
 //   2. the official OpenAI client (npm `openai`, installed once into
 //      ~/.cache/tenzro) streams a chat completion from node 0, and the text
 //      is checked against the same generation run all-local in-process;
-//   3. a second stream runs while one holder is SIGKILLed after its first
-//      tokens; the stream completes (failover) with the local text again.
+//   3. one holder is SIGKILLed (its declaration still live) and a second
+//      stream completes (failover) with the local text again.
 // Node 0 must have been started with `--serve <model_id>` (experts on the
 // swarm, the default).
 #pragma once
@@ -31,7 +31,7 @@ struct DemoServeSetup {
   NodeClient* preparer = nullptr;      // node 0's admin API
   net::Endpoint api;                   // node 0's public listener
   std::vector<NodeClient*> holders;    // live holders' admin APIs
-  std::vector<pid_t> holder_pids;      // same order; the last one is killed mid-stream
+  std::vector<pid_t> holder_pids;      // same order; the last one is killed before the second stream
   std::string scripts_dir;             // the repository's scripts/ (demo-openai-chat.cjs)
 };
 
