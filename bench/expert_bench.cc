@@ -32,6 +32,7 @@
 #include "runtime/act_quant.h"
 #include "runtime/expert_ffn.h"
 #include "runtime/matmul.h"
+#include "runtime/parallel.h"
 
 namespace {
 
@@ -75,7 +76,7 @@ void BM_ExpertFfn(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(2));
   const ExpertWeights& e = Expert(f);
   std::unique_ptr<tenzro::ThreadPool> pool;
-  if (threads > 1) pool = std::make_unique<tenzro::ThreadPool>(threads - 1, "bench");
+  if (threads > 1) pool = std::make_unique<tenzro::ThreadPool>(threads - 1, "bench", kComputePoolSpin);
   const auto x = testing::RandomActs(n_tok * kEmbd, 7);
   std::vector<float> y(n_tok * kEmbd);
   for (auto _ : state) {

@@ -11,6 +11,7 @@
 #include "model/ops.h"
 #include "quant/types.h"
 #include "runtime/matmul.h"
+#include "runtime/parallel.h"
 
 namespace tenzro::model {
 
@@ -32,7 +33,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
   if (!w) return w.error().WithContext(path);
   e->w_ = std::move(*w);
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  if (threads > 1) e->pool_ = std::make_unique<ThreadPool>(threads - 1, "engine");
+  if (threads > 1) e->pool_ = std::make_unique<ThreadPool>(threads - 1, "engine", runtime::kComputePoolSpin);
   if (!moe) {
     auto local = LocalMoeExecutor::Create(*e->ckpt_, e->hp_, e->pool_.get());
     if (!local) return local.error().WithContext(fmt::format("{}: routed experts", path));

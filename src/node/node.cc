@@ -22,6 +22,7 @@
 #include "net/json_http.h"
 #include "node/admin_routes.h"
 #include "node/service.h"
+#include "runtime/parallel.h"
 
 #ifndef TENZRO_VERSION
 #define TENZRO_VERSION "0.0.0"
@@ -104,7 +105,8 @@ Result<void> Node::Init() {
 
   uint32_t threads = config_.threads ? config_.threads : std::max(2u, std::thread::hardware_concurrency());
   ioc_ = std::make_unique<asio::io_context>(1);
-  pool_ = std::make_unique<ThreadPool>(threads, "work");
+  // The work pool also runs the expert kernels (runtime::ParallelFor).
+  pool_ = std::make_unique<ThreadPool>(threads, "work", runtime::kComputePoolSpin);
   TENZRO_TRY(jobs_, JobRegistry::Open(config_.data_dir + "/jobs", config_.job_threads));
 
   net::ServerOptions common;

@@ -9,11 +9,18 @@
 // pool == nullptr runs everything on the caller.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "core/thread_pool.h"
 
 namespace tenzro::runtime {
+
+// How long the workers of a pool that runs ParallelFor poll for the next
+// fork-join before they sleep (ThreadPool's `spin`): a decode step runs its
+// matrix products back to back, tens of microseconds apart, and a sleeping
+// worker takes longer than that to wake.
+inline constexpr std::chrono::microseconds kComputePoolSpin{100};
 
 // Threads that ParallelFor may use (pool size + the caller; 1 without pool).
 int ParallelWidth(ThreadPool* pool);
