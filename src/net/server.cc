@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <atomic>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <boost/asio.hpp>
@@ -31,8 +33,12 @@ struct HttpServer::State {
   Endpoint bound;
   bool stopping = false;  // loop thread only
 
-  mutable std::mutex mu;                  // guards sessions (a session may die on any thread)
+  mutable std::mutex mu;                  // guards sessions and per_host (a session may die on any thread)
   std::unordered_set<Session*> sessions;  // live connections
+  std::unordered_map<std::string, size_t> per_host;  // open connections per IP address
+  std::atomic<uint64_t> inflight_body{0};
+  std::atomic<uint64_t> refused_connections{0};
+  std::atomic<uint64_t> refused_requests{0};
 };
 
 namespace {
@@ -49,14 +55,19 @@ std::string Lower(std::string_view s) {
 // operations and by an outstanding Responder.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::State> state)
-      : stream_(std::move(socket)), state_(std::move(state)) {
+  // REQUIRES: the caller counted this connection in state->per_host[host]
+  // (under state->mu); the session uncounts it when it dies.
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::State> state, std::string host)
+      : stream_(std::move(socket)), state_(std::move(state)), host_(std::move(host)) {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->sessions.insert(this);
   }
   ~Session() {
+    ReleaseBody();
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->sessions.erase(this);
+    auto it = state_->per_host.find(host_);
+    if (it != state_->per_host.end() && --it->second == 0) state_->per_host.erase(it);
   }
 
   void Start() {
@@ -86,6 +97,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
     busy_ = true;
+    if (std::optional<Response> refused = Admit()) {
+      state_->refused_requests.fetch_add(1, std::memory_order_relaxed);
+      keep_alive_ = false;
+      linger_ = true;
+      return WriteResponse(std::move(*refused));
+    }
     auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -102,6 +119,50 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoReadBody() {
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
+  }
+
+  // Admission before the body (see server.h): nullopt admits the request and
+  // reserves its body bytes; otherwise the answer to send instead.
+  std::optional<Response> Admit() {
+    const auto& head = parser_->get();
+    const std::string_view target(head.target().data(), head.target().size());
+    RequestHead rh;
+    rh.method = std::string_view(head.method_string().data(), head.method_string().size());
+    rh.path = target.substr(0, target.find('?'));
+    rh.remote = remote_;
+    if (parser_->content_length()) rh.content_length = *parser_->content_length();
+    uint64_t limit = opts().max_body_bytes;
+    if (opts().admit) {
+      Admission a = opts().admit(rh);
+      if (a.refuse) return std::move(a.refuse);
+      if (a.max_body_bytes > 0) limit = std::min(limit, a.max_body_bytes);
+    }
+    if (rh.content_length && *rh.content_length > limit)
+      return ErrorResponse(Error::ResourceExhausted("request body of {} bytes exceeds this route's limit of {} bytes",
+                                                    *rh.content_length, limit),
+                           413);
+    parser_->body_limit(limit);
+    const bool has_body = rh.content_length ? *rh.content_length > 0 : parser_->chunked();
+    const uint64_t want = !has_body ? 0 : rh.content_length ? *rh.content_length : limit;
+    if (want == 0) return std::nullopt;
+    const uint64_t before = state_->inflight_body.fetch_add(want, std::memory_order_relaxed);
+    if (before + want > opts().max_inflight_body_bytes) {
+      state_->inflight_body.fetch_sub(want, std::memory_order_relaxed);
+      Response r = ErrorResponse(
+          Error::Unavailable("{}: {} bytes of request bodies are in flight (cap {}); retry later", opts().name, before,
+                             opts().max_inflight_body_bytes),
+          503);
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+    reserved_ = want;
+    return std::nullopt;
+  }
+
+  void ReleaseBody() {
+    if (reserved_ == 0) return;
+    state_->inflight_body.fetch_sub(reserved_, std::memory_order_relaxed);
+    reserved_ = 0;
   }
 
   void OnReadError(beast::error_code ec) {
@@ -182,6 +243,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnResponseDone(beast::error_code ec) {
     busy_ = false;
+    ReleaseBody();
     stream_.expires_never();
     if (!ec && linger_) return LingerClose();
     if (ec || !keep_alive_ || state_->stopping) return Close();
@@ -287,6 +349,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     busy_ = false;
+    ReleaseBody();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
@@ -297,6 +360,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string remote_;
+  std::string host_;       // remote IP address (the per-host connection count's key)
+  uint64_t reserved_ = 0;  // body bytes reserved in state_->inflight_body
   bool keep_alive_ = true;
   bool busy_ = false;  // between a complete request and its response being written
   bool linger_ = false;  // drain before closing (body refused)
@@ -313,6 +378,54 @@ class Session : public std::enable_shared_from_this<Session> {
 
 namespace {
 
+// A connection past the caps: a canned 503, then close after the peer has
+// had a moment (at most 1 s, 64 KiB read and discarded) to read it, so that
+// unread request bytes do not turn the close into a reset that loses the
+// answer. Costs a socket for at most a second, never a Session.
+void RefuseConnection(const std::shared_ptr<HttpServer::State>& st, tcp::socket socket) {
+  struct Refusal {
+    explicit Refusal(tcp::socket s) : sock(std::move(s)), timer(sock.get_executor()) {}
+    tcp::socket sock;
+    asio::steady_timer timer;
+    std::string text;
+    std::array<char, 4096> sink;
+    size_t drained = 0;
+    void Drain(std::shared_ptr<Refusal> self) {
+      sock.async_read_some(asio::buffer(sink), [self](beast::error_code ec, size_t n) {
+        self->drained += n;
+        if (ec || self->drained > (64u << 10)) {
+          beast::error_code ignored;
+          self->timer.cancel();
+          self->sock.close(ignored);
+          return;
+        }
+        self->Drain(self);
+      });
+    }
+  };
+  auto r = std::make_shared<Refusal>(std::move(socket));
+  const std::string body =
+      ErrorResponse(Error::Unavailable("{}: too many connections; retry later", st->options.name), 503).body;
+  r->text = fmt::format(
+      "HTTP/1.1 503 Service Unavailable\r\nServer: tenzro\r\nContent-Type: application/json\r\n"
+      "Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",
+      body.size(), body);
+  asio::async_write(r->sock, asio::buffer(r->text), [r](beast::error_code ec, size_t) {
+    beast::error_code ignored;
+    if (ec) {
+      r->sock.close(ignored);
+      return;
+    }
+    r->sock.shutdown(tcp::socket::shutdown_send, ignored);
+    r->timer.expires_after(std::chrono::seconds(1));
+    r->timer.async_wait([r](beast::error_code) {
+      beast::error_code ignored2;
+      r->sock.close(ignored2);
+    });
+    r->Drain(r);
+  });
+}
+
 void DoAccept(std::shared_ptr<HttpServer::State> st) {
   st->acceptor.async_accept([st](beast::error_code ec, tcp::socket socket) {
     if (st->stopping || ec == asio::error::operation_aborted) return;
@@ -325,7 +438,26 @@ void DoAccept(std::shared_ptr<HttpServer::State> st) {
       });
       return;
     }
-    std::make_shared<Session>(std::move(socket), st)->Start();
+    beast::error_code rec;
+    const tcp::endpoint peer = socket.remote_endpoint(rec);
+    std::string host = rec ? std::string() : peer.address().to_string();
+    bool admitted = false;
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      size_t& n = st->per_host[host];
+      if (st->sessions.size() < st->options.max_connections && n < st->options.max_connections_per_host) {
+        ++n;
+        admitted = true;
+      } else if (n == 0) {
+        st->per_host.erase(host);
+      }
+    }
+    if (admitted) {
+      std::make_shared<Session>(std::move(socket), st, std::move(host))->Start();
+    } else {
+      st->refused_connections.fetch_add(1, std::memory_order_relaxed);
+      RefuseConnection(st, std::move(socket));
+    }
     DoAccept(st);
   });
 }
@@ -396,5 +528,11 @@ size_t HttpServer::active_connections() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->sessions.size();
 }
+
+uint64_t HttpServer::inflight_body_bytes() const { return state_->inflight_body.load(std::memory_order_relaxed); }
+uint64_t HttpServer::refused_connections() const {
+  return state_->refused_connections.load(std::memory_order_relaxed);
+}
+uint64_t HttpServer::refused_requests() const { return state_->refused_requests.load(std::memory_order_relaxed); }
 
 }  // namespace tenzro::net

@@ -13,6 +13,21 @@
 // read timeout covering each whole request, a write timeout per write, and
 // `Expect: 100-continue` support. Stop() is graceful: the listener closes,
 // idle connections close, busy ones finish their current response first.
+//
+// Admission (docs/security.md), all decided before any work is done for the
+// peer:
+//  * at accept: at most `max_connections` open connections, and at most
+//    `max_connections_per_host` from one IP address; a connection past either
+//    cap is answered a canned 503 with Retry-After and closed, its request
+//    never read;
+//  * after the request head, before the body: `admit` may refuse (e.g. a
+//    rate limit: 429) or lower the body limit for this route; a declared
+//    Content-Length over the limit answers 413 at once; the body's bytes
+//    (declared, or the limit when chunked) are reserved from
+//    `max_inflight_body_bytes`, shared by every connection of the listener,
+//    until the response is written: past it, 503 with Retry-After. A refused
+//    body is never read (`Expect: 100-continue` clients never send it) and
+//    the connection closes after the answer.
 #pragma once
 
 #include <chrono>
@@ -35,6 +50,22 @@ class io_context;
 
 namespace tenzro::net {
 
+// What `ServerOptions::admit` sees of a request before its body is read.
+struct RequestHead {
+  std::string_view method;
+  std::string_view path;    // target before '?'
+  std::string_view remote;  // peer "addr:port"
+  std::optional<uint64_t> content_length;  // nullopt: chunked or no body
+};
+
+// `admit`'s answer: `refuse` is sent instead of reading the body; otherwise
+// the body may be at most `max_body_bytes` (0: the listener's limit; a larger
+// value is clamped to it).
+struct Admission {
+  std::optional<Response> refuse;
+  uint64_t max_body_bytes = 0;
+};
+
 struct ServerOptions {
   std::string name = "http";                       // for log lines
   uint64_t max_body_bytes = 64ull << 20;           // larger request bodies answer 413
@@ -43,6 +74,12 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60000};  // each write of a response (or piece)
   size_t stream_chunk_bytes = 256u << 10;          // buffer handed to a BodyProducer
   ThreadPool* producer_pool = nullptr;             // runs BodyProducers; null = loop thread
+  size_t max_connections = 1024;                   // open connections, all peers
+  size_t max_connections_per_host = 64;            // open connections from one IP address
+  uint64_t max_inflight_body_bytes = 256ull << 20; // request bodies being read or handled
+  // Runs on the loop thread after the request head, before the body is read
+  // (see the file comment). Must be cheap; null admits everything.
+  std::function<Admission(const RequestHead&)> admit;
   // Runs on the loop thread before routing; a returned Response is sent
   // instead of dispatching (used for the admin API's bearer-token check).
   std::function<std::optional<Response>(const Request&)> filter;
@@ -69,6 +106,11 @@ class HttpServer {
   void Stop();
   // Open connections. Any thread.
   size_t active_connections() const;
+  // Request body bytes reserved now (admission). Any thread.
+  uint64_t inflight_body_bytes() const;
+  // Connections refused at accept / requests refused before their body, so far. Any thread.
+  uint64_t refused_connections() const;
+  uint64_t refused_requests() const;
 
   struct State;  // shared with connections; defined in server.cc
 

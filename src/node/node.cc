@@ -52,12 +52,6 @@ std::string NowRfc3339() {
   return buf;
 }
 
-// The requests a peer's rate limit applies to: expert execution and blob
-// transfer on the public listener.
-bool PeerLimited(const net::Request& req) {
-  return (req.method == "POST" && req.path == "/v1/moe/exec") || (req.method == "GET" && req.path.starts_with("/blobs/"));
-}
-
 }  // namespace
 
 Node::Node(NodeConfig config) : config_(std::move(config)) {}
@@ -117,20 +111,32 @@ Result<void> Node::Init() {
   rl.rate = config_.peer_rate;
   rl.burst = config_.peer_burst;
   peer_limiter_ = std::make_unique<net::PeerRateLimiter>(rl);
+  common.max_connections = config_.max_connections;
+  common.max_connections_per_host = config_.max_connections_per_ip;
+  common.max_inflight_body_bytes = config_.max_inflight_body_bytes;
   net::ServerOptions pub = common;
   pub.name = "http";
-  pub.filter = [this](const net::Request& req) -> std::optional<net::Response> {
+  // Public listener: the per-peer rate limit and the per-route body limit
+  // apply to the request head, before any body byte is read.
+  pub.admit = [this](const net::RequestHead& head) -> net::Admission {
+    net::Admission a;
+    const bool exec = head.method == "POST" && head.path == "/v1/moe/exec";
     // QUIC exec requests are dispatched through the router, not this
     // listener: the QUIC service limits them by node id itself.
-    if (!PeerLimited(req)) return std::nullopt;
-    const std::string host(net::RemoteHost(req.remote));
-    if (peer_limiter_->Allow("ip:" + host)) return std::nullopt;
-    net::Response r = net::ErrorResponse(
-        Error::ResourceExhausted("peer {} is over its request rate ({:g} per second, burst {}); retry later", host,
-                                 config_.peer_rate, config_.peer_burst),
-        429);
-    r.headers.emplace_back("Retry-After", "1");
-    return r;
+    if (exec || (head.method == "GET" && head.path.starts_with("/blobs/"))) {
+      const std::string host(net::RemoteHost(head.remote));
+      if (!peer_limiter_->Allow("ip:" + host)) {
+        net::Response r = net::ErrorResponse(
+            Error::ResourceExhausted("peer {} is over its request rate ({:g} per second, burst {}); retry later",
+                                     host, config_.peer_rate, config_.peer_burst),
+            429);
+        r.headers.emplace_back("Retry-After", "1");
+        a.refuse = std::move(r);
+        return a;
+      }
+    }
+    if (!exec) a.max_body_bytes = config_.public_body_bytes;
+    return a;
   };
   http_ = std::make_unique<net::HttpServer>(*ioc_, &public_router_, pub);
   net::ServerOptions adm = common;

@@ -178,6 +178,32 @@ const std::vector<NodeConfigKey> kKeys = {
        c.peer_burst = n;
        return Ok();
      }},
+    {"max_connections", "Open connections per listener, all peers together; past it: 503 with Retry-After",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1'000'000));
+       if (n == 0) return Error::InvalidArgument("must be at least 1");
+       c.max_connections = n;
+       return Ok();
+     }},
+    {"max_connections_per_ip", "Open connections per listener from one IP address; past it: 503 with Retry-After",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1'000'000));
+       if (n == 0) return Error::InvalidArgument("must be at least 1");
+       c.max_connections_per_ip = n;
+       return Ok();
+     }},
+    {"max_inflight_body_bytes", "Request body bytes a listener holds at once (e.g. 256MiB); past it: 503",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.max_inflight_body_bytes, ParseByteSize(v));
+       if (c.max_inflight_body_bytes == 0) return Error::InvalidArgument("must be positive");
+       return Ok();
+     }},
+    {"public_body_bytes", "Body limit of the public routes other than exec (e.g. 4MiB; exec frames use max_body_bytes)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.public_body_bytes, ParseByteSize(v));
+       if (c.public_body_bytes == 0) return Error::InvalidArgument("must be positive");
+       return Ok();
+     }},
     {"spot_check_fraction", "Share of remote expert results re-run on another replica to catch wrong outputs (0..1)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(c.spot_check_fraction, ParseFraction(v, 1));
