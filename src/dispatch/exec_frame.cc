@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
 
 #include "quant/fp16.h"
 
@@ -106,6 +107,15 @@ Result<void> GetBatchRows(ByteReader& r, RowType t, uint32_t d_model, uint32_t n
   return Ok();
 }
 
+// A request entry asks for work: at least one row, each expert once (an
+// entry without rows would still make the holder load and pin the expert).
+Result<void> CheckEntry(const ExecBatch& b, std::unordered_set<int>& seen) {
+  if (b.n_rows == 0) return Error::InvalidArgument("exec request: expert {} has no rows", b.expert);
+  if (!seen.insert(b.expert).second)
+    return Error::InvalidArgument("exec request: expert {} appears more than once", b.expert);
+  return Ok();
+}
+
 // Overflow-safe total: sum(rows) * d_model * elem <= remaining.
 Result<void> CheckRowBytes(const ByteReader& r, uint64_t total_rows, uint32_t d_model, RowType t) {
   uint64_t vals = 0, bytes = 0;
@@ -142,8 +152,10 @@ Result<void> CheckExecRequest(const ExecRequest& req, const ExecLimits& limits) 
   if (req.experts.size() > limits.max_experts)
     return Error::ResourceExhausted("exec request: {} experts (limit {})", req.experts.size(), limits.max_experts);
   uint64_t total = 0;
+  std::unordered_set<int> seen;
   for (const ExecBatch& b : req.experts) {
     if (b.expert < 0) return Error::InvalidArgument("exec request: expert {} is negative", b.expert);
+    TENZRO_CHECK_OK(CheckEntry(b, seen));
     if (b.rows.size() != static_cast<size_t>(b.n_rows) * req.d_model)
       return Error::InvalidArgument("exec request: expert {} has {} values for {} rows of d_model {}", b.expert,
                                     b.rows.size(), b.n_rows, req.d_model);
@@ -205,9 +217,11 @@ Result<ExecRequest> DecodeExecRequest(ByteSpan frame, const ExecLimits& limits) 
   TENZRO_CHECK_OK(r.CheckCount(n_experts, 8, "expert table"));
   req.experts.resize(n_experts);
   uint64_t total_rows = 0;
+  std::unordered_set<int> seen;
   for (ExecBatch& b : req.experts) {
     TENZRO_TRY(b.expert, GetIndex(r, "expert"));
     TENZRO_TRY(b.n_rows, r.U32("n_rows"));
+    TENZRO_CHECK_OK(CheckEntry(b, seen));
     total_rows += b.n_rows;  // <= 2^32 * 2^32: no overflow in u64
   }
   if (total_rows > limits.max_rows)

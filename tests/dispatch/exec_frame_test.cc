@@ -28,7 +28,7 @@ ExecRequest Sample(RowType t = RowType::kF32, uint32_t d_model = 8) {
   for (int e : {5, 0, 7}) {
     ExecBatch& b = r.experts.emplace_back();
     b.expert = e;
-    b.n_rows = e == 0 ? 0 : static_cast<uint32_t>(e % 3 + 1);
+    b.n_rows = static_cast<uint32_t>(e % 3 + 1);
     b.rows.resize(b.n_rows * d_model);
     for (float& v : b.rows) v = nd(rng);
   }
@@ -118,7 +118,7 @@ TEST(ExecFrameTest, HalfPrecisionRowsRoundLikeGgml) {
   for (RowType t : {RowType::kBf16, RowType::kF16}) {
     const ExecRequest r = Sample(t);
     const Bytes b = EncodeExecRequest(r);
-    EXPECT_EQ(b.size(), EncodeExecRequest(Sample(RowType::kF32)).size() - (2 + 3) * 8 * 2);  // 5 rows x 8 x 2 bytes
+    EXPECT_EQ(b.size(), EncodeExecRequest(Sample(RowType::kF32)).size() - (3 + 1 + 2) * 8 * 2);  // 6 rows x 8 x 2 bytes
     auto d = DecodeExecRequest(b);
     ASSERT_TRUE(d) << d.error().ToString();
     EXPECT_EQ(d->dtype, t);
@@ -248,6 +248,29 @@ TEST(ExecFrameTest, SpecificRejections) {
   few = {};
   few.max_d_model = 4;
   EXPECT_EQ(code_of(good, few), ErrorCode::kResourceExhausted);
+}
+
+// An entry must ask for work: a zero-row entry would still make a holder
+// load and pin the expert (500 such requests once caused 4,000 cache
+// promotions and demotions), and a repeated expert runs twice.
+TEST(ExecFrameTest, EmptyAndRepeatedEntriesAreRefusedBeforeAnyWork) {
+  for (bool repeat : {false, true}) {
+    ExecRequest r = Sample(RowType::kF32, 4);
+    if (repeat) {
+      r.experts[1].expert = r.experts[0].expert;
+    } else {
+      r.experts[1].n_rows = 0;
+      r.experts[1].rows.clear();
+    }
+    auto checked = CheckExecRequest(r, {});
+    ASSERT_FALSE(checked);
+    EXPECT_EQ(checked.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(checked.error().message().find(repeat ? "more than once" : "no rows"), std::string::npos)
+        << checked.error().ToString();
+    auto decoded = DecodeExecRequest(EncodeExecRequest(r));
+    ASSERT_FALSE(decoded);
+    EXPECT_EQ(decoded.error().code(), ErrorCode::kInvalidArgument) << decoded.error().ToString();
+  }
 }
 
 TEST(ExecFrameTest, NonFiniteRowsAreRefusedNamingTheRow) {
