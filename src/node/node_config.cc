@@ -159,9 +159,9 @@ const std::vector<NodeConfigKey> kKeys = {
        c.swarm_refresh_ms = ms;
        return Ok();
      }},
-    {"swarm.ttl_s", "Declarations expire N seconds after publication (keep above the refresh)",
+    {"swarm.ttl_s", "Declarations expire N seconds after publication (keep above the refresh; at most 300: readers cut longer ones)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
-       TENZRO_TRY(uint32_t s, ParseUint<uint32_t>(v, 7 * 24 * 3600));
+       TENZRO_TRY(uint32_t s, ParseUint<uint32_t>(v, 300));
        if (s == 0) return Error::InvalidArgument("must be positive");
        c.swarm_ttl_s = s;
        return Ok();

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <sodium.h>
+#include "swarm/value_id.h"
 
 namespace tenzro::swarm {
 
@@ -15,17 +15,6 @@ constexpr size_t kPartBytes = 60000;  // leaves the DHT's packing overhead room 
 
 std::string ServedKey(std::string_view model, int layer, int expert) {
   return fmt::format("{}/{}/{}", model, layer, expert);
-}
-
-// A stable 64-bit value id per (node, kind, name, part): a re-put replaces
-// this node's previous value and nobody else's.
-uint64_t ValueId(const std::string& node_id, std::string_view kind, std::string_view name, uint32_t part) {
-  std::string s = fmt::format("{}\n{}\n{}\n{}", node_id, kind, name, part);
-  uint8_t h[8];
-  crypto_generichash(h, sizeof(h), reinterpret_cast<const uint8_t*>(s.data()), s.size(), nullptr, 0);
-  uint64_t id = 0;
-  for (uint8_t b : h) id = (id << 8) | b;
-  return id == 0 ? 1 : id;  // 0 is OpenDHT's "invalid id"
 }
 
 }  // namespace
@@ -125,7 +114,7 @@ Result<void> SwarmAgent::PublishModel(Declaration d, int64_t now, bool publish_p
   const std::string key = DeclarationKey(d.model);
   for (const Declaration& p : parts) {
     TENZRO_TRY(std::string rec, EncodeRecord(p, identity_));
-    TENZRO_CHECK_OK(transport_->Put(key, ValueId(identity_.node_id(), "decl", d.model, p.part), std::move(rec)));
+    TENZRO_CHECK_OK(transport_->Put(key, RecordValueId(identity_.node_id(), "decl", d.model, p.part), std::move(rec)));
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (const Declaration& p : parts) table_.IngestVerified(p, now);
@@ -188,7 +177,7 @@ Result<void> SwarmAgent::PutProvider(const std::string& hash, int64_t now) {
   r.timestamp_ms = now;
   r.ttl_s = options_.ttl_s;
   TENZRO_TRY(std::string rec, EncodeProviderRecord(r, identity_));
-  return transport_->Put(ProviderKey(hash), ValueId(identity_.node_id(), "provider", hash, 0), std::move(rec));
+  return transport_->Put(ProviderKey(hash), RecordValueId(identity_.node_id(), "provider", hash, 0), std::move(rec));
 }
 
 Result<void> SwarmAgent::AnnounceProvider(std::string_view blob_hash) {

@@ -1,5 +1,6 @@
 #include "swarm/declaration_table.h"
 
+#include <algorithm>
 #include <set>
 
 namespace tenzro::swarm {
@@ -14,6 +15,7 @@ std::string_view IngestOutcomeName(IngestOutcome o) {
     case IngestOutcome::kReplay: return "replay";
     case IngestOutcome::kExpired: return "expired";
     case IngestOutcome::kFuture: return "future";
+    case IngestOutcome::kOverCapacity: return "over_capacity";
   }
   return "?";
 }
@@ -31,9 +33,17 @@ IngestOutcome DeclarationTable::Ingest(std::string_view record, int64_t now_ms, 
   return o;
 }
 
-IngestOutcome DeclarationTable::IngestVerified(const Declaration& d, int64_t now_ms) {
+DeclarationTable::Map::iterator DeclarationTable::Erase(Map::iterator it) {
+  auto m = per_model_.find(std::get<1>(it->first));
+  if (m != per_model_.end() && --m->second == 0) per_model_.erase(m);
+  return parts_.erase(it);
+}
+
+IngestOutcome DeclarationTable::IngestVerified(const Declaration& signed_d, int64_t now_ms) {
+  Declaration d = signed_d;
+  d.ttl_s = std::min(d.ttl_s, limits_.max_ttl_s);
   if (d.expires_ms() <= now_ms) return IngestOutcome::kExpired;
-  if (d.timestamp_ms > now_ms + max_skew_ms_) return IngestOutcome::kFuture;
+  if (d.timestamp_ms > now_ms + limits_.max_clock_skew_ms) return IngestOutcome::kFuture;
   HolderKey hk{d.node_id, d.model};
   auto tomb = tombstones_.find(hk);
   if (tomb != tombstones_.end()) {
@@ -50,19 +60,30 @@ IngestOutcome DeclarationTable::IngestVerified(const Declaration& d, int64_t now
   auto lo = parts_.lower_bound(Key{d.node_id, d.model, 0});
   while (lo != parts_.end() && std::get<0>(lo->first) == d.node_id && std::get<1>(lo->first) == d.model) {
     bool drop = d.state == HolderState::kLeaving || (lo->second.seq < d.seq && std::get<2>(lo->first) >= d.parts);
-    lo = drop ? parts_.erase(lo) : std::next(lo);
+    lo = drop ? Erase(lo) : std::next(lo);
   }
   if (d.state == HolderState::kLeaving) {
     tombstones_[hk] = Tombstone{d.seq, d.expires_ms()};
     return IngestOutcome::kLeft;
   }
-  parts_[key] = d;
+  it = parts_.find(key);
+  if (it == parts_.end()) {
+    size_t& n = per_model_[d.model];
+    if (n >= limits_.max_parts_per_model) {
+      if (n == 0) per_model_.erase(d.model);
+      return IngestOutcome::kOverCapacity;
+    }
+    ++n;
+    parts_.emplace(key, std::move(d));
+  } else {
+    it->second = std::move(d);
+  }
   return IngestOutcome::kAccepted;
 }
 
 void DeclarationTable::Expire(int64_t now_ms) {
   for (auto it = parts_.begin(); it != parts_.end();) {
-    it = it->second.expires_ms() <= now_ms ? parts_.erase(it) : std::next(it);
+    it = it->second.expires_ms() <= now_ms ? Erase(it) : std::next(it);
   }
   for (auto it = tombstones_.begin(); it != tombstones_.end();) {
     it = it->second.expires_ms <= now_ms ? tombstones_.erase(it) : std::next(it);

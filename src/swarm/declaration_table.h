@@ -8,6 +8,11 @@
 // in the future. A valid "leaving" record removes the holder of that model
 // and leaves a tombstone so older records cannot resurrect it.
 //
+// Bounded by the table, never by the signer: a record's lifetime is
+// clamped to max_ttl_s (whatever ttl it claims), and a model holds at most
+// max_parts_per_model records (past it, records of new (node, part) keys are
+// refused as kOverCapacity; known keys still refresh).
+//
 // The clock is injected (now_ms, unix milliseconds) so expiry is testable.
 // Not thread-safe: one owner (the swarm event loop) calls it.
 #pragma once
@@ -32,13 +37,20 @@ enum class IngestOutcome : uint8_t {
   kReplay,        // seq below the one held (or not above the leaving tombstone)
   kExpired,       // timestamp + ttl <= now
   kFuture,        // timestamp more than max_clock_skew_ms ahead of now
+  kOverCapacity,  // the model already holds max_parts_per_model records
+};
+
+struct DeclarationTableLimits {
+  int64_t max_clock_skew_ms = 5 * 60 * 1000;
+  uint32_t max_ttl_s = 300;               // longer claimed ttls are cut to this
+  size_t max_parts_per_model = 1u << 16;  // records (node, part) per model
 };
 
 std::string_view IngestOutcomeName(IngestOutcome o);
 
 class DeclarationTable {
  public:
-  explicit DeclarationTable(int64_t max_clock_skew_ms = 5 * 60 * 1000) : max_skew_ms_(max_clock_skew_ms) {}
+  explicit DeclarationTable(DeclarationTableLimits limits = {}) : limits_(limits) {}
 
   // Verifies and ingests a wire record. `detail` (optional) receives the
   // reason when the record is dropped.
@@ -59,13 +71,18 @@ class DeclarationTable {
 
  private:
   using Key = std::tuple<std::string, std::string, uint32_t>;  // node, model, part
+  using Map = std::map<Key, Declaration>;
   using HolderKey = std::pair<std::string, std::string>;         // node, model
   struct Tombstone {
     uint64_t seq;
     int64_t expires_ms;
   };
-  int64_t max_skew_ms_;
-  std::map<Key, Declaration> parts_;
+  // Erases parts_[it], keeping per_model_ in step; returns the next iterator.
+  Map::iterator Erase(Map::iterator it);
+
+  DeclarationTableLimits limits_;
+  Map parts_;
+  std::map<std::string, size_t, std::less<>> per_model_;  // parts_ entries per model
   std::map<HolderKey, Tombstone> tombstones_;
 };
 

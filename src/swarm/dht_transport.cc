@@ -11,6 +11,7 @@
 #include "swarm/declaration.h"
 #include "swarm/envelope.h"
 #include "swarm/provider.h"
+#include "swarm/value_id.h"
 
 namespace tenzro::swarm {
 
@@ -37,32 +38,33 @@ Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& s) 
   return std::make_pair(host, port);
 }
 
-// The node id that signed `data`, if it is a valid tenzro record (a
-// declaration or a provider record); "" otherwise.
-std::string Signer(const std::vector<uint8_t>& data) {
-  std::string_view rec(reinterpret_cast<const char*>(data.data()), data.size());
-  for (std::string_view domain : {kDeclarationDomain, kProviderDomain}) {
-    auto body = OpenEnvelope(domain, rec, kMaxRecordBytes, "record");
-    if (body) return (*body)["node_id"].get<std::string>();
-  }
-  return "";
+// Where a valid tenzro record belongs (value_id.h); nullopt when `data` is
+// not one.
+std::optional<RecordSlot> SlotOf(const std::vector<uint8_t>& data) {
+  if (data.size() > kMaxRecordBytes) return std::nullopt;
+  return RecordSlotOf(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
 }
 
 // tenzro's value type: storing nodes keep only valid signed records, for at
-// most 5 minutes, and let a value id be replaced only by a record of the same
-// signer (so a holder's refresh replaces its previous declaration, and nobody
-// else can overwrite it).
+// most 5 minutes, each only at the value id its signer and content give
+// (value_id.h), and replace one only by a newer record of the same slot. So
+// a holder's refresh replaces its previous value, and nobody else can
+// overwrite it, occupy its future ids, or push it out with a replay.
 dht::ValueType TenzroValueType() {
   return dht::ValueType(
       kTenzroValueType, "tenzro-record", std::chrono::minutes(5),
       [](dht::InfoHash, std::shared_ptr<dht::Value>& v, const dht::InfoHash&, const dht::SockAddr&) {
-        return v && v->data.size() <= kMaxRecordBytes && !Signer(v->data).empty();
+        if (!v) return false;
+        const auto slot = SlotOf(v->data);
+        return slot && slot->value_id == v->id;
       },
       [](dht::InfoHash, const std::shared_ptr<dht::Value>& old_v, std::shared_ptr<dht::Value>& new_v,
          const dht::InfoHash&, const dht::SockAddr&) {
-        if (!old_v || !new_v || new_v->data.size() > kMaxRecordBytes) return false;
-        const std::string signer = Signer(new_v->data);
-        return !signer.empty() && signer == Signer(old_v->data);
+        if (!old_v || !new_v) return false;
+        const auto slot = SlotOf(new_v->data);
+        if (!slot || slot->value_id != new_v->id) return false;
+        const auto held = SlotOf(old_v->data);
+        return !held || slot->version >= held->version;
       });
 }
 
@@ -158,9 +160,9 @@ Result<std::vector<std::string>> DhtTransport::Get(const std::string& key) {
   AwaitPeers();
   struct State {
     std::mutex mu;
-    // Distinct values, not keyed by value id: a node that stores its own
-    // puts may answer a forged value under somebody else's id, which must
-    // not shadow the genuine one (readers verify every value).
+    // Distinct values, not keyed by value id: a dishonest node may answer a
+    // forged value under somebody else's id, which must not shadow the
+    // genuine one (readers verify every value).
     std::set<std::string> values;
     std::promise<void> done;
     bool finished = false;
@@ -172,8 +174,13 @@ Result<std::vector<std::string>> DhtTransport::Get(const std::string& key) {
       [st](const std::vector<std::shared_ptr<dht::Value>>& values) {
         std::lock_guard<std::mutex> lock(st->mu);
         for (const auto& v : values) {
-          if (v && !v->data.empty() && v->data.size() <= kMaxRecordBytes)
-            st->values.emplace(v->data.begin(), v->data.end());
+          if (!v || v->data.empty() || v->data.size() > kMaxRecordBytes) continue;
+          // A valid record away from its own value id is a squatter that a
+          // dishonest storing node kept (value_id.h): dropped here. Invalid
+          // records go on to the reader, which counts them as forgeries.
+          const std::optional<RecordSlot> slot = SlotOf(v->data);
+          if (slot && slot->value_id != v->id) continue;
+          st->values.emplace(v->data.begin(), v->data.end());
         }
         return true;
       },

@@ -307,5 +307,50 @@ TEST(DeclarationTableTest, FewerPartsDropsStaleParts) {
   EXPECT_EQ(live[0].seq, 2u);
 }
 
+// A signer's ttl does not decide how long a record lives: it is cut to the
+// table's max_ttl_s (a record signed "ttl 7 days" dies after 5 minutes).
+TEST(DeclarationTableTest, ClaimedTtlIsClampedByTheReader) {
+  Identity a = TestIdentity(1);
+  DeclarationTable t;  // max_ttl_s 300
+  Declaration d = Sample(a, 1);
+  d.ttl_s = 7 * 24 * 3600;
+  EXPECT_EQ(t.Ingest(Encode(d, a), kNow), IngestOutcome::kAccepted);
+  EXPECT_EQ(t.Live("tiny-qwen35moe", kNow + 299'999).size(), 1u);
+  EXPECT_EQ(t.Live("tiny-qwen35moe", kNow + 300'000).size(), 0u);
+  EXPECT_EQ(t.Live("tiny-qwen35moe", kNow)[0].ttl_s, 300u);
+  Declaration old = Sample(a, 2);
+  old.timestamp_ms = kNow - 3'600'000;  // an hour old, claiming a week
+  old.ttl_s = 7 * 24 * 3600;
+  EXPECT_EQ(t.Ingest(Encode(old, a), kNow), IngestOutcome::kExpired);
+}
+
+// A model holds at most max_parts_per_model records: strangers with fresh
+// keys cannot grow the table without bound; known holders still refresh, and
+// a slot freed by expiry is usable again.
+TEST(DeclarationTableTest, RecordsPerModelAreCapped) {
+  DeclarationTableLimits lim;
+  lim.max_parts_per_model = 3;
+  DeclarationTable t(lim);
+  std::vector<Identity> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(TestIdentity(10 + i));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(t.Ingest(Encode(Sample(ids[i], 1), ids[i]), kNow), IngestOutcome::kAccepted);
+  std::string detail;
+  EXPECT_EQ(t.Ingest(Encode(Sample(ids[3], 1), ids[3]), kNow, &detail), IngestOutcome::kOverCapacity);
+  EXPECT_NE(detail.find("over_capacity"), std::string::npos) << detail;
+  EXPECT_EQ(t.size(), 3u);
+  Declaration refresh = Sample(ids[0], 2);
+  refresh.timestamp_ms = kNow + 30'000;
+  EXPECT_EQ(t.Ingest(Encode(refresh, ids[0]), kNow + 30'000), IngestOutcome::kAccepted);
+  // Another model has its own budget.
+  Declaration other = Sample(ids[4], 1);
+  other.model = "other-model";
+  EXPECT_EQ(t.Ingest(Encode(other, ids[4]), kNow), IngestOutcome::kAccepted);
+  // ids[1] and ids[2] (ts kNow, ttl 60 s) expire: their slots free up.
+  t.Expire(kNow + 61'000);
+  Declaration late = Sample(ids[3], 1);
+  late.timestamp_ms = kNow + 61'000;
+  EXPECT_EQ(t.Ingest(Encode(late, ids[3]), kNow + 61'000), IngestOutcome::kAccepted);
+}
+
 }  // namespace
 }  // namespace tenzro::swarm

@@ -10,13 +10,19 @@
 #include <thread>
 
 #include "swarm/provider.h"
+#include "swarm/value_id.h"
 
 namespace tenzro::swarm {
 namespace {
 
+const std::string kBlob(64, 'a');
+
 std::string Record(const Identity& id, int64_t ts, const std::string& addr) {
-  return *EncodeProviderRecord(ProviderRecord{id.node_id(), std::string(64, 'a'), {{"http", addr}}, ts, 60}, id);
+  return *EncodeProviderRecord(ProviderRecord{id.node_id(), kBlob, {{"http", addr}}, ts, 60}, id);
 }
+
+// The one value id storing nodes accept for `id`'s provider record of kBlob.
+uint64_t IdOf(const Identity& id) { return RecordValueId(id.node_id(), "provider", kBlob, 0); }
 
 TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   DhtOptions o;
@@ -32,13 +38,13 @@ TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   Identity alice = Identity::Generate(), mallory = Identity::Generate();
   // A network of one answers its own values.
   const std::string mine = Record(alice, 1, "http://127.0.0.1:1");
-  ASSERT_TRUE((*boot)->Put("tenzro/test/self", 1, mine));
+  ASSERT_TRUE((*boot)->Put("tenzro/test/self", IdOf(alice), mine));
   EXPECT_EQ(*(*boot)->Get("tenzro/test/self"), std::vector<std::string>{mine});
 
   const auto t0 = std::chrono::steady_clock::now();
   const std::string v2 = Record(alice, 2, "http://127.0.0.1:2");
-  ASSERT_TRUE((*a)->Put("tenzro/test/k", 42, Record(alice, 1, "http://127.0.0.1:1")));
-  ASSERT_TRUE((*a)->Put("tenzro/test/k", 42, v2));  // same signer, same id: replaces
+  ASSERT_TRUE((*a)->Put("tenzro/test/k", IdOf(alice), Record(alice, 1, "http://127.0.0.1:1")));
+  ASSERT_TRUE((*a)->Put("tenzro/test/k", IdOf(alice), v2));  // same signer, same id: replaces
   std::vector<std::string> got;
   for (int i = 0; i < 50; ++i) {
     got = *(*b)->Get("tenzro/test/k");
@@ -52,9 +58,12 @@ TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   EXPECT_GE((*b)->stats().good_nodes + (*b)->stats().dubious_nodes, 1u);
 
   // Another signer cannot make alice's value disappear by reusing her value
-  // id (honest storing nodes refuse the edit; a node answering its own puts
-  // may add the forgery, which readers drop, but never shadows hers).
-  ASSERT_TRUE((*b)->Put("tenzro/test/k", 42, Record(mallory, 3, "http://127.0.0.1:3")));
+  // id, nor place its own valid record at any id but its own: honest storing
+  // nodes accept a record only at RecordValueId(signer, kind, name, part),
+  // and readers drop a valid record found elsewhere (mallory's own node B
+  // keeps what it put, whatever the id).
+  ASSERT_TRUE((*b)->Put("tenzro/test/k", IdOf(alice), Record(mallory, 3, "http://127.0.0.1:3")));
+  ASSERT_TRUE((*b)->Put("tenzro/test/k", IdOf(alice) ^ 1, Record(mallory, 4, "http://127.0.0.1:4")));
   ASSERT_TRUE((*b)->Put("tenzro/test/k", 43, "not a record"));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   got = *(*a)->Get("tenzro/test/k");
@@ -63,8 +72,25 @@ TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   for (const auto& g : got) {
     auto r = DecodeProviderRecord(g);
     valid_alice += r && r->node_id == alice.node_id();
+    EXPECT_FALSE(r && r->node_id == mallory.node_id()) << "mallory's record stored at a foreign id";
   }
   EXPECT_EQ(valid_alice, 1);
+  // Alice's older record replayed at her own id does not push the current
+  // one out of honest storage (a value is replaced only by a newer version).
+  ASSERT_TRUE((*b)->Put("tenzro/test/k", IdOf(alice), Record(alice, 1, "http://127.0.0.1:1")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  got = *(*a)->Get("tenzro/test/k");
+  EXPECT_NE(std::find(got.begin(), got.end(), v2), got.end());
+  // At its own id, mallory's record is accepted like anyone's.
+  const std::string honest_m = Record(mallory, 5, "http://127.0.0.1:5");
+  ASSERT_TRUE((*b)->Put("tenzro/test/k", IdOf(mallory), honest_m));
+  bool seen = false;
+  for (int i = 0; i < 50 && !seen; ++i) {
+    got = *(*a)->Get("tenzro/test/k");
+    seen = std::find(got.begin(), got.end(), honest_m) != got.end();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(seen);
 
   EXPECT_FALSE((*a)->Put("tenzro/test/big", 1, std::string(64 * 1024, 'x')));
 }
