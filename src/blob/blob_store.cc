@@ -47,6 +47,12 @@ std::vector<std::string> ListDir(const std::string& dir, Error* err) {
 
 Result<std::unique_ptr<BlobStore>> BlobStore::Open(const std::string& dir, BlobStoreOptions options) {
   TENZRO_CHECK_OK(MakeDirs(dir));
+  struct stat dst;
+  if (stat(dir.c_str(), &dst) != 0) return Error::FromErrno(errno, "stat " + dir);
+  if (dst.st_mode & S_IWOTH)
+    return Error::PermissionDenied(
+        "blob store {} is writable by every user (mode {:o}): anyone could plant blobs there; chmod o-w it",
+        dir, dst.st_mode & 07777);
   std::unique_ptr<BlobStore> store(new BlobStore(dir));
   Error err(ErrorCode::kInternal, "");
   std::vector<std::string> names = ListDir(dir, &err);
@@ -77,7 +83,10 @@ std::string BlobStore::OutboardPath(const Blake3Hash& hash) const {
   return dir_ + "/" + hash.ToHex() + std::string(kOutboardExt);
 }
 
-bool BlobStore::Has(const Blake3Hash& hash) const { return PathExists(DataPath(hash)); }
+bool BlobStore::Has(const Blake3Hash& hash) const {
+  struct stat st;
+  return lstat(DataPath(hash).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
 
 Result<Blake3Hash> BlobStore::CommitOutboard(ByteSpan data, const std::optional<Blake3Hash>& expect) {
   Bytes outboard;
@@ -144,9 +153,9 @@ Result<BlobInfo> BlobStore::PutFile(const std::string& path) {
 Result<Blob> BlobStore::Get(const Blake3Hash& hash) const {
   Blob b;
   b.hash = hash;
-  auto data = MappedFile::Open(DataPath(hash));
+  auto data = MappedFile::Open(DataPath(hash), /*follow_symlinks=*/false);
   if (!data) {
-    if (data.error().code() == ErrorCode::kNotFound || !PathExists(DataPath(hash)))
+    if (data.error().code() == ErrorCode::kNotFound)
       return Error::NotFound("blob {} not in store {}", hash.ToHex(), dir_);
     return data.error();
   }
@@ -154,7 +163,8 @@ Result<Blob> BlobStore::Get(const Blake3Hash& hash) const {
   b.size = b.data->size();
   uint64_t want = OutboardSize(b.size);
   if (want > 0) {
-    auto ob = MappedFile::Open(OutboardPath(hash));
+    auto ob = MappedFile::Open(OutboardPath(hash), /*follow_symlinks=*/false);
+    if (!ob && ob.error().code() == ErrorCode::kPermissionDenied) return ob.error();
     if (!ob) return Error::Corruption("{}: outboard missing for a {}-byte blob", OutboardPath(hash), b.size);
     if ((*ob)->size() != want)
       return Error::Corruption("{}: outboard is {} bytes, expected {}", OutboardPath(hash), (*ob)->size(), want);
@@ -173,7 +183,7 @@ Result<std::vector<BlobInfo>> BlobStore::List() const {
     std::string hex = n.substr(0, n.size() - kDataExt.size());
     if (!IsLowerHex64(hex)) continue;
     struct stat st;
-    if (stat((dir_ + "/" + n).c_str(), &st) != 0) continue;  // removed meanwhile
+    if (lstat((dir_ + "/" + n).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // removed meanwhile, or planted
     out.push_back(BlobInfo{*Blake3Hash::FromHex(hex), static_cast<uint64_t>(st.st_size)});
   }
   std::sort(out.begin(), out.end(), [](const BlobInfo& a, const BlobInfo& b) { return a.hash < b.hash; });

@@ -10,6 +10,10 @@
 // (`*.tmp.*`, `staging-*`) and orphan outboards left by a crash are ignored
 // and deleted by Open once older than BlobStoreOptions::stale_age.
 //
+// Only regular files count: a symbolic link planted in the directory is
+// neither listed nor served (opened with O_NOFOLLOW), and Open refuses a
+// world-writable directory.
+//
 // Thread-safety: every method is safe to call concurrently, from several
 // threads and several processes on the same directory. Readers get a mapping
 // that stays valid even if the blob is removed meanwhile; writers of the same
@@ -59,7 +63,8 @@ class BlobImport;
 
 class BlobStore {
  public:
-  // Creates `dir` if needed and cleans stale leftovers.
+  // Creates `dir` if needed and cleans stale leftovers. kPermissionDenied
+  // when `dir` is world-writable.
   static Result<std::unique_ptr<BlobStore>> Open(const std::string& dir, BlobStoreOptions options = {});
 
   // Stores `data` (idempotent). Returns its hash and size.
@@ -70,7 +75,8 @@ class BlobStore {
   // whole blob (ChunkRanges::All()). See BlobImport.
   Result<std::unique_ptr<BlobImport>> BeginImport(const Blake3Hash& hash, uint64_t max_size = UINT64_MAX);
 
-  // kNotFound if absent; kCorruption if the outboard is missing or mis-sized.
+  // kNotFound if absent; kCorruption if the outboard is missing or mis-sized;
+  // kPermissionDenied if either file is a symbolic link.
   Result<Blob> Get(const Blake3Hash& hash) const;
   bool Has(const Blake3Hash& hash) const;
   // All visible blobs, sorted by hash.

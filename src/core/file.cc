@@ -11,10 +11,12 @@
 
 namespace tenzro {
 
-Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path, bool follow_symlinks) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
   if (fd < 0) {
     if (errno == ENOENT) return Error::NotFound("{}: no such file", path);
+    if (errno == ELOOP && !follow_symlinks)
+      return Error::PermissionDenied("{}: is a symbolic link, where only a regular file is accepted", path);
     return Error::FromErrno(errno, "open " + path);
   }
   struct stat st;

@@ -18,8 +18,10 @@ namespace tenzro {
 
 class MappedFile {
  public:
-  // Maps `path` read-only. An empty file maps to an empty span.
-  static Result<std::shared_ptr<MappedFile>> Open(const std::string& path);
+  // Maps `path` read-only. An empty file maps to an empty span. Only regular
+  // files map (kInvalidArgument otherwise); with follow_symlinks false a
+  // symbolic link as the last path component is refused (kPermissionDenied).
+  static Result<std::shared_ptr<MappedFile>> Open(const std::string& path, bool follow_symlinks = true);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

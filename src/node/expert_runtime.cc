@@ -89,7 +89,8 @@ Result<ExpertRuntime::Shape> ExpertRuntime::ResolveModel(const std::string& id) 
   return r.error();
 }
 
-Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const std::string& from, json* out) {
+Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const std::string& from, json* out,
+                                               std::optional<blob::Blake3Hash>* fetched) {
   TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(text));
   if (!options_.store->Has(uri.hash)) {
     std::vector<std::string> peers;
@@ -124,6 +125,7 @@ Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const st
       }
       (*out)["fetched_from"] = ep->Url();
       (*out)["fetched_bytes"] = info->size;
+      *fetched = uri.hash;
       last.reset();
       break;
     }
@@ -137,9 +139,23 @@ Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const st
   return options_.store->DataPath(uri.hash);
 }
 
+Result<json> ExpertRuntime::DropRefusedFetch(Result<json> r, const std::optional<blob::Blake3Hash>& fetched) {
+  if (r || !fetched) return r;
+  auto removed = options_.store->Remove(*fetched);
+  return Error(r.error().code(),
+               fmt::format("{} (blob {}, fetched for this, {})", r.error().message(), fetched->ToHex(),
+                           removed ? "was deleted again" : "could not be deleted: " + removed.error().ToString()));
+}
+
 Result<json> ExpertRuntime::LoadExpert(std::string_view model, int layer, int expert, const LoadSource& src) {
   TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
   if (layer < 0 || expert < 0) return Error::InvalidArgument("layer {} / expert {} must not be negative", layer, expert);
+  std::optional<blob::Blake3Hash> fetched;
+  return DropRefusedFetch(LoadExpertFrom(id, layer, expert, src, &fetched), fetched);
+}
+
+Result<json> ExpertRuntime::LoadExpertFrom(const std::string& id, int layer, int expert, const LoadSource& src,
+                                           std::optional<blob::Blake3Hash>* fetched) {
   TENZRO_TRY(Shape ms, ResolveModel(id));
   const ExpertKey key{id, layer, expert};
   json out = {{"model", id}, {"layer", layer}, {"expert", expert}, {"kind", "expert"}};
@@ -147,7 +163,7 @@ Result<json> ExpertRuntime::LoadExpert(std::string_view model, int layer, int ex
   // 1. The bytes, as a mini-GGUF image.
   Image img;
   if (IsBlobRef(src.file)) {
-    TENZRO_TRY(img.path, AcquireBlob(src.file, src.from, &out));
+    TENZRO_TRY(img.path, AcquireBlob(src.file, src.from, &out, fetched));
     img.kind = "blob";
   } else {
     if (src.file.empty() || src.file[0] != '/')
@@ -272,12 +288,18 @@ Result<ExpertRuntime::Gate> ExpertRuntime::MakeGate(const std::string& id,
 Result<json> ExpertRuntime::LoadGate(std::string_view model, int layer, const LoadSource& src) {
   TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
   if (layer < 0) return Error::InvalidArgument("layer {} must not be negative", layer);
+  std::optional<blob::Blake3Hash> fetched;
+  return DropRefusedFetch(LoadGateFrom(id, layer, src, &fetched), fetched);
+}
+
+Result<json> ExpertRuntime::LoadGateFrom(const std::string& id, int layer, const LoadSource& src,
+                                         std::optional<blob::Blake3Hash>* fetched) {
   TENZRO_TRY(Shape ms, ResolveModel(id));
   json out = {{"model", id}, {"layer", layer}, {"kind", "gate"}};
   std::string path = src.file;
   std::string kind;
   if (IsBlobRef(src.file)) {
-    TENZRO_TRY(path, AcquireBlob(src.file, src.from, &out));
+    TENZRO_TRY(path, AcquireBlob(src.file, src.from, &out, fetched));
     kind = "blob";
   } else if (src.file.empty() || src.file[0] != '/') {
     return Error::InvalidArgument("file '{}' must be an absolute path or a tenzro://blob/ URI", src.file);

@@ -74,6 +74,8 @@ class ExpertRuntime {
   static Result<std::unique_ptr<ExpertRuntime>> Open(ExpertRuntimeOptions options);
 
   // Answers the JSON documented in docs/runtime.md (load-expert / load-gate).
+  // A blob these fetch from a peer and then refuse (not a valid expert or
+  // gate file, or not the one asked for) is deleted from the store again.
   Result<nlohmann::json> LoadExpert(std::string_view model, int layer, int expert, const LoadSource& src);
   Result<nlohmann::json> LoadGate(std::string_view model, int layer, const LoadSource& src);
 
@@ -136,7 +138,16 @@ class ExpertRuntime {
   // The gate of (id, layer); layer nullopt: the model's only gated layer
   // (set on return). kNotFound / kInvalidArgument as Forward documents.
   Result<Gate> FindGate(const std::string& id, std::optional<int>& layer) const;
-  Result<std::string> AcquireBlob(const std::string& uri, const std::string& from, nlohmann::json* out);
+  // The store path of blob `uri`, fetched from a provider when absent (then
+  // *fetched names it).
+  Result<std::string> AcquireBlob(const std::string& uri, const std::string& from, nlohmann::json* out,
+                                  std::optional<blob::Blake3Hash>* fetched);
+  Result<nlohmann::json> LoadExpertFrom(const std::string& id, int layer, int expert, const LoadSource& src,
+                                        std::optional<blob::Blake3Hash>* fetched);
+  Result<nlohmann::json> LoadGateFrom(const std::string& id, int layer, const LoadSource& src,
+                                      std::optional<blob::Blake3Hash>* fetched);
+  // `r`, after deleting `fetched` from the store when `r` failed.
+  Result<nlohmann::json> DropRefusedFetch(Result<nlohmann::json> r, const std::optional<blob::Blake3Hash>& fetched);
   Result<Gate> MakeGate(const std::string& id, std::shared_ptr<const runtime::GateWeights> g, const Shape& s) const;
   Result<void> ScanGates();
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <random>
@@ -91,6 +92,41 @@ TEST(BlobStore, PutGetListVerifyRemove) {
   // Only data and outboard files remain.
   for (const std::string& n : Names(dir.Join("blobs")))
     EXPECT_TRUE(n.ends_with(".data") || n.ends_with(".obao4")) << n;
+}
+
+// A symbolic link planted under a blob's name (pointing at a secret, or at a
+// genuine blob elsewhere) is neither listed, nor reported present, nor
+// served; a world-writable store directory is refused outright.
+TEST(BlobStore, PlantedSymlinksAreNotServedAndAWorldWritableDirIsRefused) {
+  testing::TempDir dir;
+  auto store = BlobStore::Open(dir.Join("blobs"));
+  ASSERT_TRUE(store) << store.error().ToString();
+  const Bytes secret = RandomBytes(100, 7);
+  ASSERT_TRUE(WriteFileAtomic(dir.Join("secret"), ByteSpan(secret)));
+  const Blake3Hash h = Blake3(secret);
+  ASSERT_EQ(::symlink(dir.Join("secret").c_str(), (*store)->DataPath(h).c_str()), 0);
+  EXPECT_FALSE((*store)->Has(h));
+  auto got = (*store)->Get(h);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code(), ErrorCode::kPermissionDenied) << got.error().ToString();
+  EXPECT_EQ((*store)->Encode(h, ChunkRanges::All()).error().code(), ErrorCode::kPermissionDenied);
+  EXPECT_TRUE((*store)->List()->empty());
+  // A genuine blob whose outboard was swapped for a link is refused too.
+  const Bytes big = RandomBytes(40000, 8);
+  auto info = (*store)->Put(big);
+  ASSERT_TRUE(info);
+  const std::string ob = (*store)->OutboardPath(info->hash);
+  ASSERT_EQ(::rename(ob.c_str(), dir.Join("ob").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.Join("ob").c_str(), ob.c_str()), 0);
+  EXPECT_EQ((*store)->Get(info->hash).error().code(), ErrorCode::kPermissionDenied);
+
+  ASSERT_EQ(::chmod(dir.Join("blobs").c_str(), 0777), 0);
+  auto open = BlobStore::Open(dir.Join("blobs"));
+  ASSERT_FALSE(open);
+  EXPECT_EQ(open.error().code(), ErrorCode::kPermissionDenied);
+  EXPECT_NE(open.error().message().find("chmod o-w"), std::string::npos) << open.error().ToString();
+  ASSERT_EQ(::chmod(dir.Join("blobs").c_str(), 0775), 0);  // group-writable: the owner's choice
+  EXPECT_TRUE(BlobStore::Open(dir.Join("blobs")));
 }
 
 TEST(BlobStore, VerifyDetectsCorruptDataAndOutboard) {

@@ -179,3 +179,40 @@ TEST(RuntimeProcessTest, LoadByBlobUriStatusForwardAndRestart) {
 
 }  // namespace
 }  // namespace tenzro::node
+
+namespace tenzro::node {
+namespace {
+
+// A provider that serves a blob which verifies against its hash but is not
+// an expert (or gate) file: the fetching node refuses it and deletes it from
+// its store again, so a stranger cannot park arbitrary bytes on a holder's
+// disk through load-expert / rebalance.
+TEST(RuntimeProcessTest, AFetchedBlobThatIsNotAnExpertIsDeletedAgain) {
+  TempDir tmp;
+  RunningNode a = Start(tmp.Join("a"));
+  RunningNode b = Start(tmp.Join("b"));
+  ASSERT_TRUE(a.running() && b.running());
+  const std::string junk = tmp.Join("junk.bin");
+  ASSERT_TRUE(WriteFileAtomic(junk, std::string_view("definitely not a GGUF file, but hashed and verified all the same")));
+  json put = CliJson(a, {"blob", "put", junk, "--json"});
+  ASSERT_TRUE(put.contains("uri")) << put.dump();
+  const std::string uri = put["uri"];
+  const std::string hash = uri.substr(uri.rfind('/') + 1);
+  for (const char* kind : {"load-expert", "load-gate"}) {
+    std::vector<std::string> args = {"moe", kind, "--model", kModel, "--layer", "0"};
+    if (std::string(kind) == "load-expert") args.insert(args.end(), {"--expert", "1"});
+    args.insert(args.end(), {"--file", uri, "--from", a.http_url()});
+    RunResult r = Cli(b, args);
+    EXPECT_NE(r.exit_code, 0) << kind;
+    EXPECT_NE(r.err.find("was deleted again"), std::string::npos) << kind << ": " << r.err;
+    RunResult ls = RunTenzro({"--data-dir", b.dir, "blob", "ls"});
+    EXPECT_EQ(ls.exit_code, 0) << ls.err;
+    EXPECT_EQ(ls.out.find(hash), std::string::npos) << kind << ": still in B's store:\n" << ls.out;
+  }
+  // The provider keeps its own copy (it never validated it as an expert).
+  RunResult ls_a = RunTenzro({"--data-dir", a.dir, "blob", "ls"});
+  EXPECT_NE(ls_a.out.find(hash), std::string::npos) << ls_a.out;
+}
+
+}  // namespace
+}  // namespace tenzro::node
