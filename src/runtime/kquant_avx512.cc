@@ -257,6 +257,17 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
 }
 
 // ------------------------------------------------------------ tile kernel
+//
+// zmm lanes: 8 tokens x 2 consecutive 4-value groups, interleaved (lane 2m:
+// token m, group g; lane 2m+1: token m, group g+1), so each vpdpbusd does 64
+// multiply-adds with the weights of groups g, g+1 broadcast as one qword
+// (a plain load). The activations are put in this order once per call
+// (TileActs), the token tiles' (act_quant.h) 64 bytes per group pair by one
+// vpermd. A sub-block's sums are cut into chunks small enough for every
+// lane to fit int16 (Q4_K: 4 vpdpbusd, 16 x 15 x 127 = 30480; Q5_K: 2,
+// 8 x 31 x 127; Q6_K: 1, 4 x 63 x 127), so one vpdpwssd against (sc * mul, 0)
+// int16 pairs scales a chunk and adds it to the int32 total:
+// c_lo16 * sc * mul + c_hi16 * 0 = c * sc * mul, exactly.
 
 // One super-block of one row, unpacked for the tile kernel.
 struct alignas(64) KBlock {
@@ -296,15 +307,37 @@ inline void Unpack(const typename KTraits<K>::Block& b, KBlock* kb) {
   }
 }
 
+struct alignas(64) Line64 {
+  int8_t b[64];
+};
+
+// The token tiles' activations, interleaved for the zmm lanes: tile v's
+// group pair g2 at line v * n/8 + g2.
+struct TileActs {
+  std::vector<Line64> lines;
+  void Build(const QuantizedActs& q) {
+    const int64_t per_tile = q.n / 8;
+    lines.resize(static_cast<size_t>(q.n_tiles * per_tile));
+    const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    for (int v = 0; v < q.n_tiles; ++v) {
+      const int8_t* src = q.tile_q(v);
+      for (int64_t g2 = 0; g2 < per_tile; ++g2)
+        _mm512_store_si512(lines[v * per_tile + g2].b, _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(src + 64 * g2)));
+    }
+  }
+};
+
+// Pointers for the tiles v0 .. v0+NV-1.
 template <int NV>
 struct TilePtrs {
-  const int8_t* q[NV];
+  const int8_t* x[NV];  // TileActs lines
   const int16_t* mul[NV];
   const int16_t* sum[NV];
   const float* base[NV];
-  TilePtrs(const QuantizedActs& a, int v0) {
+  TilePtrs() = default;
+  TilePtrs(const QuantizedActs& a, const TileActs& ta, int v0) {
     for (int v = 0; v < NV; ++v) {
-      q[v] = a.tile_q(v0 + v);
+      x[v] = ta.lines[(v0 + v) * (a.n / 8)].b;
       mul[v] = a.tile_mul(v0 + v);
       sum[v] = a.tile_sums16(v0 + v);
       base[v] = a.tile_base(v0 + v);
@@ -312,103 +345,125 @@ struct TilePtrs {
   }
 };
 
-inline __m256i Bcast4(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+template <KKind K>
+constexpr int kChunk = K == KKind::kQ4 ? 4 : K == KKind::kQ5 ? 2 : 1;  // vpdpbusd per int16-safe chunk
 
-// Super-block i of R rows (kb[r * nb]) x NV 8-token tiles; acc[r * NV + v]
+// Super-block i of R rows (kb[r * nb]) x NV 8-token tiles; acc[r * ld + v]
 // holds row r's f32 sums for tile v's 8 tokens.
 template <KKind K, int R, int NV>
-inline void KTileSb(const KBlock* kb, int64_t nb, const TilePtrs<NV>& tp, int64_t i, __m256* acc) {
+inline void KTileSb(const KBlock* kb, int64_t nb, const TilePtrs<NV>& tp, int64_t i, __m256* acc, int ld) {
   using Tr = KTraits<K>;
-  __m256i tot[R][NV];
+  __m512i tot[R][NV];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < NV; ++v) tot[r][v] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) tot[r][v] = _mm512_setzero_si512();
 #pragma GCC unroll 1
   for (int s = 0; s < 8; ++s) {
-    // Q4_K/Q5_K: one sum per sub-block (c[0]); Q6_K: one per 16-value half.
-    constexpr int kHalves = Tr::kMins ? 1 : 2;
-    __m256i c[kHalves][R][NV];
-#pragma GCC unroll 2
-    for (int hf = 0; hf < kHalves; ++hf) {
-      for (int r = 0; r < R; ++r)
-        for (int v = 0; v < NV; ++v) c[hf][r][v] = _mm256_setzero_si256();
+    // (mul, 0) int16 pairs: tile_mul's (mul, mul) per token, zero-extended
+    // to one int32 per lane, i.e. token m's in lanes 2m and 2m+1.
+    __m512i mulm[NV];
 #pragma GCC unroll 8
-      for (int st = hf * 8 / kHalves; st < (hf + 1) * 8 / kHalves; ++st) {
-        __m256i x[NV];
-        for (int v = 0; v < NV; ++v)
-          x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.q[v] + (64 * i + 8 * s + st) * 32));
+    for (int v = 0; v < NV; ++v)
+      mulm[v] = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.mul[v] + (8 * i + s) * 16)));
+#pragma GCC unroll 4
+    for (int j0 = 0; j0 < 4; j0 += kChunk<K>) {
+      __m512i c[R][NV];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) c[r][v] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int j = j0; j < j0 + kChunk<K>; ++j) {
+        __m512i x[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) x[v] = _mm512_load_si512(tp.x[v] + (32 * i + 4 * s + j) * 64);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const __m256i bw = Bcast4(kb[r * nb].w + 32 * s + 4 * st);
-          for (int v = 0; v < NV; ++v) c[hf][r][v] = _mm256_dpbusd_epi32(c[hf][r][v], bw, x[v]);
+          int64_t w8;
+          std::memcpy(&w8, kb[r * nb].w + 32 * s + 8 * j, 8);
+          const __m512i wv = _mm512_set1_epi64(w8);
+#pragma GCC unroll 8
+          for (int v = 0; v < NV; ++v) c[r][v] = _mm512_dpbusd_epi32(c[r][v], wv, x[v]);
         }
       }
-    }
-    for (int v = 0; v < NV; ++v) {
-      // tile_mul holds (mul, mul) int16 pairs; mul is 1..16.
-      const __m256i mul = _mm256_srli_epi32(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.mul[v] + (8 * i + s) * 16)), 16);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        __m256i cs;
-        if constexpr (Tr::kMins) {
-          cs = _mm256_mullo_epi32(c[0][r][v], _mm256_set1_epi32(kb[r * nb].sc[s]));
-        } else {
-          cs = _mm256_add_epi32(_mm256_mullo_epi32(c[0][r][v], _mm256_set1_epi32(kb[r * nb].sc[2 * s])),
-                                _mm256_mullo_epi32(c[1][r][v], _mm256_set1_epi32(kb[r * nb].sc[2 * s + 1])));
-        }
-        tot[r][v] = _mm256_add_epi32(tot[r][v], _mm256_mullo_epi32(cs, mul));
+        // Q6_K: chunks 0-1 are the sub-block's first 16 values (sc[2s]), 2-3 the rest.
+        const __m512i sc = _mm512_set1_epi32(kb[r * nb].sc[Tr::kMins ? s : 2 * s + j0 / 2]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) tot[r][v] = _mm512_dpwssd_epi32(tot[r][v], c[r][v], _mm512_mullo_epi16(mulm[v], sc));
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const KBlock& b = kb[r * nb];
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
       const __m256 base = _mm256_loadu_ps(tp.base[v] + 8 * i);
       __m256i t = _mm256_setzero_si256();  // imin, or the Q6_K offset sum
+#pragma GCC unroll 8
       for (int s = 0; s < 8; ++s)
         t = _mm256_dpwssd_epi32(t, _mm256_set1_epi32(b.pair[s]),
                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.sum[v] + (8 * i + s) * 16)));
-      __m256& o = acc[r * NV + v];
+      // Token m's two lanes 2m, 2m+1 -> lane m.
+      const __m256i c = _mm512_cvtepi64_epi32(_mm512_add_epi32(tot[r][v], _mm512_srli_epi64(tot[r][v], 32)));
+      __m256& o = acc[r * ld + v];
       if constexpr (Tr::kMins) {
-        o = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[r][v]), _mm256_mul_ps(_mm256_set1_ps(b.d), base), o);
+        o = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), _mm256_mul_ps(_mm256_set1_ps(b.d), base), o);
         o = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(t), _mm256_mul_ps(_mm256_set1_ps(b.dmin), base), o);
       } else {
-        const __m256i isum = _mm256_sub_epi32(tot[r][v], _mm256_slli_epi32(t, 5));
+        const __m256i isum = _mm256_sub_epi32(c, _mm256_slli_epi32(t, 5));
         o = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm256_set1_ps(b.d), base), o);
       }
     }
   }
 }
 
-// Rows in blocks of kRowBlock (unpacked once); for each pair of tiles,
-// super-block by super-block, the block's rows take their turn 4 at a time,
-// so a super-block's activations (16 tokens x 256 bytes) stay in L1.
+// Rows in blocks of kRowBlock (unpacked once), tokens in passes of up to
+// kPassTiles tiles. Within a pass, super-block by super-block, 4 rows at a
+// time go over every tile pair: the 4 rows' weights (1 KB) and the pass's
+// activations for the super-block (16 KB) both stay in L1.
 constexpr int kRowBlock = 8;
+constexpr int kPassTiles = 8;
 
-template <KKind K, int NV>
-void KTileBlock(const KernelArgs& a, const KBlock* kbs, int64_t nb, int64_t r, int rows, int v0) {
-  const TilePtrs<NV> tp(*a.q, v0);
-  __m256 acc[kRowBlock * NV];
+template <KKind K>
+void KTilePass(const KernelArgs& a, const TileActs& ta, const KBlock* kbs, int64_t nb, int64_t r, int rows, int v0,
+               int nv) {
+  TilePtrs<2> pairs[kPassTiles / 2];
+  const int n_pairs = nv / 2;
+  for (int p = 0; p < n_pairs; ++p) pairs[p] = TilePtrs<2>(*a.q, ta, v0 + 2 * p);
+  TilePtrs<1> odd;
+  if (nv % 2) odd = TilePtrs<1>(*a.q, ta, v0 + nv - 1);
+  __m256 acc[kRowBlock * kPassTiles];
   for (auto& x : acc) x = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     int rr = 0;
-    for (; rr + 4 <= rows; rr += 4) KTileSb<K, 4, NV>(kbs + rr * nb + i, nb, tp, i, acc + rr * NV);
-    for (; rr < rows; ++rr) KTileSb<K, 1, NV>(kbs + rr * nb + i, nb, tp, i, acc + rr * NV);
+    for (; rr + 4 <= rows; rr += 4) {
+      for (int p = 0; p < n_pairs; ++p)
+        KTileSb<K, 4, 2>(kbs + rr * nb + i, nb, pairs[p], i, acc + rr * kPassTiles + 2 * p, kPassTiles);
+      if (nv % 2) KTileSb<K, 4, 1>(kbs + rr * nb + i, nb, odd, i, acc + rr * kPassTiles + nv - 1, kPassTiles);
+    }
+    for (; rr < rows; ++rr) {
+      for (int p = 0; p < n_pairs; ++p)
+        KTileSb<K, 1, 2>(kbs + rr * nb + i, nb, pairs[p], i, acc + rr * kPassTiles + 2 * p, kPassTiles);
+      if (nv % 2) KTileSb<K, 1, 1>(kbs + rr * nb + i, nb, odd, i, acc + rr * kPassTiles + nv - 1, kPassTiles);
+    }
   }
-  for (int v = 0; v < NV; ++v) {
+  for (int v = 0; v < nv; ++v) {
     const int t0 = (v0 + v) * kTileTokens;
     const int cnt = Min(a.n_tok - t0, kTileTokens);
     if (rows == kRowBlock) {
+      // 8 rows x 8 tokens -> 8 tokens x 8 rows: contiguous stores per token.
       __m256 m[8];
-      for (int rr = 0; rr < 8; ++rr) m[rr] = acc[rr * NV + v];
+      for (int rr = 0; rr < 8; ++rr) m[rr] = acc[rr * kPassTiles + v];
       Transpose8(m);
       for (int l = 0; l < cnt; ++l) _mm256_storeu_ps(a.y + (t0 + l) * a.ldy + r, m[l]);
     } else {
       for (int rr = 0; rr < rows; ++rr) {
         alignas(32) float out[8];
-        _mm256_store_ps(out, acc[rr * NV + v]);
+        _mm256_store_ps(out, acc[rr * kPassTiles + v]);
         for (int l = 0; l < cnt; ++l) a.y[(t0 + l) * a.ldy + r + rr] = out[l];
       }
     }
@@ -420,6 +475,8 @@ void KTileRows(const KernelArgs& a, int64_t r0, int64_t r1) {
   using Tr = KTraits<K>;
   const int64_t nb = a.w->row_len / QK_K;
   const int tiles = a.q->n_tiles;
+  TileActs ta;
+  ta.Build(*a.q);
   std::vector<KBlock> kbs(static_cast<size_t>(kRowBlock * nb));
   for (int64_t r = r0; r < r1; r += kRowBlock) {
     const int rows = static_cast<int>(Min<int64_t>(kRowBlock, r1 - r));
@@ -427,9 +484,8 @@ void KTileRows(const KernelArgs& a, int64_t r0, int64_t r1) {
       const auto* b = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + (r + rr) * a.row_bytes);
       for (int64_t i = 0; i < nb; ++i) Unpack<K>(b[i], &kbs[rr * nb + i]);
     }
-    int v = 0;
-    for (; v + 2 <= tiles; v += 2) KTileBlock<K, 2>(a, kbs.data(), nb, r, rows, v);
-    if (v < tiles) KTileBlock<K, 1>(a, kbs.data(), nb, r, rows, v);
+    for (int v = 0; v < tiles; v += kPassTiles)
+      KTilePass<K>(a, ta, kbs.data(), nb, r, rows, v, Min(kPassTiles, tiles - v));
   }
 }
 
