@@ -273,7 +273,9 @@ void KRow8(const KernelArgs& a, int64_t r, int t) {
 struct alignas(64) KBlock {
   uint8_t w[256];   // unsigned weights in k order
   int32_t sc[16];   // Q4_K/Q5_K: sc_s (s < 8); Q6_K: its 16 signed scales
-  int32_t pair[8];  // as int16 pairs: Q6_K (sc[2s], sc[2s+1]); Q4_K / Q5_K (m[s], m[s])
+  // pair_s as int16 pairs, Q6_K (sc[2s], sc[2s+1]), Q4_K / Q5_K (m[s], m[s]):
+  // pairs[q] holds pair_2q in lanes 0-7, pair_2q+1 in lanes 8-15.
+  alignas(64) int32_t pairs[4][16];
   float d, dmin;
 };
 
@@ -290,21 +292,24 @@ inline void Unpack(const typename KTraits<K>::Block& b, KBlock* kb) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 32 * PairLo<K>(p)), _mm512_castsi512_si256(w[p]));
     _mm256_store_si256(reinterpret_cast<__m256i*>(kb->w + 32 * PairHi<K>(p)), _mm512_extracti64x4_epi64(w[p], 1));
   }
+  int32_t pair[8];
   if constexpr (KTraits<K>::kMins) {
     alignas(16) uint8_t sm[16];
     UnpackScalesK4(b.scales, sm);
     for (int s = 0; s < 8; ++s) {
       kb->sc[s] = sm[s];
-      kb->pair[s] = Pair16(sm[8 + s], sm[8 + s]);
+      pair[s] = Pair16(sm[8 + s], sm[8 + s]);
     }
     kb->d = F16(b.d);
     kb->dmin = F16(b.dmin);
   } else {
     for (int j = 0; j < 16; ++j) kb->sc[j] = b.scales[j];
-    for (int s = 0; s < 8; ++s) kb->pair[s] = Pair16(b.scales[2 * s], b.scales[2 * s + 1]);
+    for (int s = 0; s < 8; ++s) pair[s] = Pair16(b.scales[2 * s], b.scales[2 * s + 1]);
     kb->d = F16(b.d);
     kb->dmin = 0.0f;
   }
+  for (int q = 0; q < 4; ++q)
+    _mm512_store_si512(kb->pairs[q], _mm512_inserti64x4(_mm512_set1_epi32(pair[2 * q]), _mm256_set1_epi32(pair[2 * q + 1]), 1));
 }
 
 struct alignas(64) Line64 {
@@ -402,11 +407,12 @@ inline void KTileSb(const KBlock* kb, int64_t nb, const TilePtrs<NV>& tp, int64_
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
       const __m256 base = _mm256_loadu_ps(tp.base[v] + 8 * i);
-      __m256i t = _mm256_setzero_si256();  // imin, or the Q6_K offset sum
-#pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s)
-        t = _mm256_dpwssd_epi32(t, _mm256_set1_epi32(b.pair[s]),
-                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp.sum[v] + (8 * i + s) * 16)));
+      // imin, or the Q6_K offset sum: sum_s pair_s . (b16 pairs of sub-block s), two s per zmm.
+      __m512i tz = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q)
+        tz = _mm512_dpwssd_epi32(tz, _mm512_load_si512(b.pairs[q]), _mm512_loadu_si512(tp.sum[v] + (8 * i + 2 * q) * 16));
+      const __m256i t = Fold16(tz);
       // Token m's two lanes 2m, 2m+1 -> lane m.
       const __m256i c = _mm512_cvtepi64_epi32(_mm512_add_epi32(tot[r][v], _mm512_srli_epi64(tot[r][v], 32)));
       __m256& o = acc[r * ld + v];
