@@ -15,12 +15,10 @@
 //    zmm; vpmaddubsw (weights x activations, int16 pairs) then vpdpwssd by
 //    the int16 factor sc * mul of each sub-block (or 16-value half, Q6_K),
 //    accumulating into int32 in one instruction.
-//  * Tile kernel (8-token tiles, act_quant.h): vpdpbusd multiplies 4
-//    broadcast weights by 4 values of 8 tokens and adds them straight into
-//    int32 lanes, so a sub-block's 32 values are 8 vpdpbusd with no int16
-//    stage; its sum is then scaled by sc (per row) and mul (per token) with
-//    two vpmulld. 4 rows x 2 tiles = 8 independent vpdpbusd chains cover its
-//    latency (AVX-512VL gives the 32 ymm registers this needs).
+//  * Tile kernel (8-token tiles, act_quant.h): vpdpbusd on zmm lanes of 8
+//    tokens x 2 interleaved 4-value groups, 64 multiply-adds straight into
+//    int32, then one vpdpwssd per int16-safe chunk applies sc * mul (see the
+//    tile kernel section). 4 rows x 2 tiles per step: 16 zmm accumulators.
 // GCC 12 flags its own _mm512_inserti64x4 / broadcast / extract intrinsics
 // (their undefined-register idiom) as -Wuninitialized; not our variables.
 #pragma GCC diagnostic ignored "-Wuninitialized"
