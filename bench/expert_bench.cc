@@ -8,6 +8,9 @@
 // buffer, BM_ReadBandwidth). Batch 1 is bandwidth-bound (aim: bw_ratio >=
 // 0.7); batch 64 is compute-bound (watch GFLOP/s and thread scaling).
 // Times are wall-clock (UseRealTime): run it on an otherwise idle machine.
+// The kernel ISA (BestKernelIsa) and the CPU flags are printed and stored in
+// the JSON context; TENZRO_RUNTIME_ISA=avx2 runs the AVX2 kernels on an
+// AVX-512 machine for an A/B in the same binary.
 //
 // ggml CPU backend, same machine, one expert of this shape: run
 // bench/ggml_ref/ggml_expert_ref.c back to back with this (the host drifts);
@@ -22,12 +25,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "../tests/runtime/test_weights.h"
 #include "machine_limits.h"
+#include "core/cpu.h"
 #include "core/thread_pool.h"
 #include "runtime/act_quant.h"
 #include "runtime/expert_ffn.h"
@@ -146,6 +151,13 @@ int main(int argc, char** argv) {
   Bandwidth()[2] = MeasureReadBandwidth(2);
   std::printf("read bandwidth: 1 thread %.1f GB/s, 2 threads %.1f GB/s\n", Bandwidth()[1] / 1e9,
               Bandwidth()[2] / 1e9);
+  // Which kernels ran (TENZRO_RUNTIME_ISA=avx2 or =scalar forces a lower set
+  // for a same-binary comparison) and what the CPU offers.
+  const char* isa = KernelIsaName(BestKernelIsa());
+  const std::string features = tenzro::GetCpuFeatures().ToString();
+  std::printf("kernel isa: %s; cpu features: %s\n", isa, features.c_str());
+  benchmark::AddCustomContext("kernel_isa", isa);
+  benchmark::AddCustomContext("cpu_features", features);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -9,8 +9,9 @@
 // activations and the ISA, never on r0/r1, the token count or the tiling, so
 // any split of rows over threads gives bit-identical results.
 //
-// scalar:: is the reference (double accumulation); avx2:: and avx512:: agree
-// with it to float rounding. Most callers want matmul.h instead.
+// scalar:: is the reference (double accumulation); avx2:: agrees with it to
+// float rounding; avx512:: gives avx2::'s bits exactly (same integer sums,
+// same f32 steps in the same order; tested). Most callers want matmul.h instead.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,10 @@ namespace avx2 {
 RowsKernel GetKernel(quant::GgmlType type);
 RowsKernel GetKQuantKernel(quant::GgmlType type);  // kquant_avx2.cc; GetKernel defers to it
 }  // namespace avx2
-namespace avx512 { RowsKernel GetKernel(quant::GgmlType type); }
+namespace avx512 {
+// nullptr for the types it does not cover (float weights): MatMul then uses avx2::.
+RowsKernel GetKernel(quant::GgmlType type);
+RowsKernel GetKQuantKernel(quant::GgmlType type);  // kquant_avx512.cc; GetKernel defers to it
+}  // namespace avx512
 
 }  // namespace tenzro::runtime

@@ -5,7 +5,8 @@
 // W.rows floats (token t at y + t*W.rows). Quantized W (Q8_0/Q4_K/Q5_K/Q6_K)
 // is multiplied against X quantized to 8 bits in blocks of 32 (act_quant.h)
 // with integer dot products; F32/F16/BF16 W with f32 FMA against X as is.
-// Kernels are chosen at run time from the CPU (AVX2 here; scalar fallback).
+// Kernels are chosen at run time from the CPU: AVX-512 VNNI for the quantized
+// types (same bits as AVX2), AVX2, scalar fallback.
 //
 // Rows are split over the pool's threads; results are bit-identical for any
 // pool size (kernels.h determinism contract). Thread-safety: MatMul may run

@@ -149,46 +149,22 @@ TEST_P(MatMulTest, BatchEqualsSingleTokens) {
 // Blocks at the extremes of every k-quant type (largest weights, scales and
 // mins, Q6_K's -32 x -128 corner) against activations that all quantize to
 // +-127 with the largest multiplier: the integer sums reach ~2^31 and must
-// still come out exact, in the row kernel and the tile kernel alike.
+// still come out exact, in the row kernel and the tile kernel alike
+// (AVX-512: matmul_isa_test.cc).
 TEST(MatMulExtremesTest, SaturatedKQuantBlocksStayExact) {
   if (!KernelIsaSupported(KernelIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
-  const uint16_t one = quant::Fp32ToFp16(1.0f);
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const int64_t n = 512, rows = 5;
-    const uint64_t rb = *quant::RowBytes(type, n);
-    Bytes data(rb * rows);
-    for (int64_t b = 0; b < rows * n / 256; ++b) {
-      uint8_t* p = data.data() + b * (rb * rows / (rows * n / 256));
-      if (type == GgmlType::Q6_K) {
-        auto* blk = reinterpret_cast<quant::block_q6_K*>(p);
-        std::memset(blk->ql, 0, sizeof blk->ql);  // q = 0 -> q - 32 = -32
-        std::memset(blk->qh, 0, sizeof blk->qh);
-        std::memset(blk->scales, 0x80, sizeof blk->scales);  // -128
-        blk->d = one;
-      } else if (type == GgmlType::Q5_K) {
-        auto* blk = reinterpret_cast<quant::block_q5_K*>(p);
-        std::memset(blk->qs, 0xFF, sizeof blk->qs);
-        std::memset(blk->qh, 0xFF, sizeof blk->qh);
-        std::memset(blk->scales, 0xFF, sizeof blk->scales);
-        blk->d = blk->dmin = one;
-      } else {
-        auto* blk = reinterpret_cast<quant::block_q4_K*>(p);
-        std::memset(blk->qs, 0xFF, sizeof blk->qs);
-        std::memset(blk->scales, 0xFF, sizeof blk->scales);
-        blk->d = blk->dmin = one;
-      }
-    }
-    auto w = WeightMatrix::Borrow(type, n, rows, data);
-    ASSERT_TRUE(w) << w.error().ToString();
+    const WeightMatrix w = testing::SaturatedKQuantMatrix(type, rows, n);
     for (float sign : {1.0f, -1.0f}) {
       const int n_tok = 9;
       std::vector<float> x(n_tok * n, sign);
       std::vector<float> ys(n_tok * rows), yv(n_tok * rows), y1(rows);
-      ASSERT_TRUE(MatMulIsa(KernelIsa::kScalar, *w, x.data(), n_tok, ys.data()));
-      ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, *w, x.data(), n_tok, yv.data()));
+      ASSERT_TRUE(MatMulIsa(KernelIsa::kScalar, w, x.data(), n_tok, ys.data()));
+      ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, w, x.data(), n_tok, yv.data()));
       for (size_t i = 0; i < ys.size(); ++i)
         ASSERT_NEAR(yv[i], ys[i], 1e-6 * std::fabs(ys[i])) << quant::TypeName(type) << " " << i;
-      ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, *w, x.data(), 1, y1.data()));
+      ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, w, x.data(), 1, y1.data()));
       EXPECT_EQ(0, std::memcmp(y1.data(), yv.data(), rows * 4)) << quant::TypeName(type);
     }
   }

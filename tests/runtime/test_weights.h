@@ -75,6 +75,40 @@ inline WeightMatrix RandomMatrix(quant::GgmlType type, int64_t rows, int64_t row
   return *WeightMatrix::Own(type, row_len, rows, std::move(data));
 }
 
+// A k-quant matrix (Q4_K, Q5_K, Q6_K) whose every block sits at the type's
+// extreme: largest weights, scales and mins (Q4_K, Q5_K), or Q6_K's -32 x
+// -128 corner, all with d = dmin = 1. Against activations that quantize to
+// +-127 with the largest multiplier the kernels' integer sums reach ~2^31.
+inline WeightMatrix SaturatedKQuantMatrix(quant::GgmlType type, int64_t rows, int64_t row_len) {
+  using quant::GgmlType;
+  const uint16_t one = quant::Fp32ToFp16(1.0f);
+  const uint64_t rb = *quant::RowBytes(type, row_len);
+  const uint64_t block_bytes = rb / (row_len / 256);
+  Bytes data(rb * rows);
+  for (int64_t b = 0; b < rows * row_len / 256; ++b) {
+    uint8_t* p = data.data() + b * block_bytes;
+    if (type == GgmlType::Q6_K) {
+      auto* blk = reinterpret_cast<quant::block_q6_K*>(p);
+      std::memset(blk->ql, 0, sizeof blk->ql);  // q = 0 -> q - 32 = -32
+      std::memset(blk->qh, 0, sizeof blk->qh);
+      std::memset(blk->scales, 0x80, sizeof blk->scales);  // -128
+      blk->d = one;
+    } else if (type == GgmlType::Q5_K) {
+      auto* blk = reinterpret_cast<quant::block_q5_K*>(p);
+      std::memset(blk->qs, 0xFF, sizeof blk->qs);
+      std::memset(blk->qh, 0xFF, sizeof blk->qh);
+      std::memset(blk->scales, 0xFF, sizeof blk->scales);
+      blk->d = blk->dmin = one;
+    } else {
+      auto* blk = reinterpret_cast<quant::block_q4_K*>(p);
+      std::memset(blk->qs, 0xFF, sizeof blk->qs);
+      std::memset(blk->scales, 0xFF, sizeof blk->scales);
+      blk->d = blk->dmin = one;
+    }
+  }
+  return *WeightMatrix::Own(type, row_len, rows, std::move(data));
+}
+
 inline std::vector<float> RandomActs(int64_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, sigma);
