@@ -9,8 +9,14 @@
 // activations and the ISA, never on r0/r1, the token count or the tiling, so
 // any split of rows over threads gives bit-identical results.
 //
-// scalar:: is the reference (double accumulation); avx2:: and avx512:: agree
-// with it to float rounding. Most callers want matmul.h instead.
+// Cross-ISA contract: neon::, dotprod:: and i8mm:: (aarch64) give output
+// bit-identical to avx2:: (x86-64) for every type and batch: the same exact
+// integer sums and the same f32 operations per output element (the comment
+// blocks of kernels_avx2.cc and kquant_avx2.cc; kernels_neon.cc for the ARM
+// side), so a holder's answer does not depend on its CPU family.
+//
+// scalar:: is the reference (double accumulation); the SIMD ISAs agree with
+// it to float rounding. Most callers want matmul.h instead.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +27,10 @@
 
 namespace tenzro::runtime {
 
-enum class KernelIsa : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+// Two families above scalar: x86-64 (kAvx2 < kAvx512) and aarch64 (kNeon <
+// kDotprod < kI8mm); each ISA falls back to the next lower one of its family
+// for a type it has no kernel of its own for (matmul.cc KernelFor).
+enum class KernelIsa : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kDotprod = 4, kI8mm = 5 };
 
 struct KernelArgs {
   const WeightMatrix* w = nullptr;
@@ -47,5 +56,10 @@ RowsKernel GetKernel(quant::GgmlType type);
 RowsKernel GetKQuantKernel(quant::GgmlType type);  // kquant_avx2.cc; GetKernel defers to it
 }  // namespace avx2
 namespace avx512 { RowsKernel GetKernel(quant::GgmlType type); }
+// aarch64 only (REQUIRES the matching CpuFeatures set). Null: no kernel of
+// that ISA's own (the caller falls back).
+namespace neon { RowsKernel GetKernel(quant::GgmlType type); }     // kernels_neon.cc
+namespace dotprod { RowsKernel GetKernel(quant::GgmlType type); }  // kernels_dotprod.cc
+namespace i8mm { RowsKernel GetKernel(quant::GgmlType type); }     // kernels_i8mm.cc
 
 }  // namespace tenzro::runtime
