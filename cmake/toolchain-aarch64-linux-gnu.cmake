@@ -3,7 +3,7 @@
 #   cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake \
 #         -DTENZRO_MODULE_SET=lower
 # Compiler: Debian's g++-aarch64-linux-gnu. Libraries: the :arm64 multiarch
-# packages (/usr/lib/aarch64-linux-gnu) and the cross libc
+# packages (/usr/lib/aarch64-linux-gnu) and, for linking, the cross libc
 # (/usr/aarch64-linux-gnu). Test executables run under qemu user-mode
 # emulation, so gtest_discover_tests and ctest work as on a native build;
 # QEMU_CPU in the environment picks the emulated core (scripts/test-arm64).
@@ -27,4 +27,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+# No "-L /usr/aarch64-linux-gnu": the :arm64 library packages pull in Debian's
+# arm64 libc (libc6:arm64, /lib/aarch64-linux-gnu), which the binaries then
+# load; with -L, qemu would pair the cross toolchain's ld.so (another Debian
+# revision of glibc) with that libc.so, and the first pthread_create spins
+# forever. Without it, ld.so and libc.so both come from libc6:arm64.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static)

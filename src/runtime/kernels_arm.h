@@ -305,15 +305,19 @@ inline void Unpack(const quant::block_q6_K& b, KSb* k) {
 }
 
 // isum of one super-block against one token's 256 activations x (mul: its
-// 8 block multipliers): each 16 values' dot product times sc * mul, in int32
-// lanes, summed.
-template <class D>
+// 8 block multipliers): the dot product of each run of values sharing a
+// scale (kPer x 16: Q4_K/Q5_K 32, Q6_K 16) times sc * mul, in int32 lanes,
+// summed.
+template <class D, int kPer>
 inline int32_t SbIsum(const KSb& k, const int8_t* x, const int16_t* mul) {
   const int32x4_t zero = vdupq_n_s32(0);
   int32x4_t acc = zero;
 #pragma GCC unroll 16
-  for (int h = 0; h < 16; ++h)
-    acc = vmlaq_n_s32(acc, D::Dot(zero, k.w[h], vld1q_s8(x + 16 * h)), k.sc[h] * mul[h / 2]);
+  for (int h = 0; h < 16; h += kPer) {
+    int32x4_t p = D::Dot(zero, k.w[h], vld1q_s8(x + 16 * h));
+    if constexpr (kPer == 2) p = D::Dot(p, k.w[h + 1], vld1q_s8(x + 16 * h + 16));
+    acc = vmlaq_n_s32(acc, p, k.sc[h] * mul[h / 2]);
+  }
   return vaddvq_s32(acc);
 }
 
@@ -340,7 +344,7 @@ void KRows(const KernelArgs& a, int64_t r0, int64_t r1) {
       KSb k;
       Unpack(b[i], &k);
       for (int t = 0; t < n_tok; ++t) {
-        const int32_t isum = SbIsum<D>(k, a.q->q(t) + i * QK_K, a.q->muls(t) + 8 * i);
+        const int32_t isum = SbIsum<D, Tr::kMins ? 2 : 1>(k, a.q->q(t) + i * QK_K, a.q->muls(t) + 8 * i);
         const float base = a.q->group_base(t)[i];
         float v = std::fma(static_cast<float>(isum), k.d * base, acc[t]);
         if constexpr (Tr::kMins)
