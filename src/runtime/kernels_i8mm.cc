@@ -60,10 +60,6 @@ inline void Store4(const KernelArgs& a, float32x4_t v, int64_t ra, int64_t rb, i
 }
 
 inline int32x4_t Lanes(int32_t ra, int32_t rb) { return vcombine_s32(vdup_n_s32(ra), vdup_n_s32(rb)); }
-inline int32x4_t Tokens(int32_t t0, int32_t t1) {
-  const int32x2_t v = vset_lane_s32(t1, vdup_n_s32(t0), 1);
-  return vcombine_s32(v, v);
-}
 
 // ---------------------------------------------------------------- Q8_0
 
@@ -115,59 +111,126 @@ void Q8_0Mmla(const KernelArgs& a, int64_t r0, int64_t r1) {
 
 // ---------------------------------------------------------------- k-quants
 
+// Per token pair p and 32-value block b (8 per super-block): the token
+// factors as SMMLA lanes, [t0, t1, t0, t1]: the block multipliers (mul) and,
+// for the mins, the block activation sums (b16[2b] + b16[2b+1]). Built once
+// per call, shared by every row.
+struct PairFactors {
+  int64_t blocks = 0;  // per token
+  std::vector<int32x4_t> mul, sum;
+  const int32x4_t* muls(int p) const { return mul.data() + p * blocks; }
+  const int32x4_t* sums(int p) const { return sum.data() + p * blocks; }
+};
+
+void BuildFactors(const QuantizedActs& q, int n_tok, int n_pairs, PairFactors* f) {
+  f->blocks = q.n / 32;
+  f->mul.resize(static_cast<size_t>(n_pairs) * f->blocks);
+  f->sum.resize(f->mul.size());
+  for (int p = 0; p < n_pairs; ++p) {
+    const int t0 = 2 * p, t1 = std::min(2 * p + 1, n_tok - 1);
+    for (int64_t b = 0; b < f->blocks; ++b) {
+      const int32_t m0 = q.muls(t0)[b], m1 = q.muls(t1)[b];
+      const int32_t s0 = q.sums16(t0)[2 * b] + q.sums16(t0)[2 * b + 1];
+      const int32_t s1 = q.sums16(t1)[2 * b] + q.sums16(t1)[2 * b + 1];
+      const int32_t mv[4] = {m0, m1, m0, m1}, sv[4] = {s0, s1, s0, s1};
+      f->mul[p * f->blocks + b] = vld1q_s32(mv);
+      f->sum[p * f->blocks + b] = vld1q_s32(sv);
+    }
+  }
+}
+
+// One unpacked super-block of a row pair: weights interleaved for SMMLA
+// (wz[c]: values 8c..8c+7 of row a, then of row b), per-16 scales and
+// per-32 mins as lanes [a, a, b, b], d and dmin likewise.
+struct PairSb {
+  int8x16_t wz[32];
+  int32x4_t sc[16], m[8];
+  float32x4_t d, dmin;
+};
+
+template <typename Block>
+inline void UnpackPair(const Block& ba, const Block& bb, PairSb* ps) {
+  KSb ka, kb;
+  Unpack(ba, &ka);
+  Unpack(bb, &kb);
+  for (int h = 0; h < 16; ++h) ps->wz[2 * h] = Zip1(ka.w[h], kb.w[h]), ps->wz[2 * h + 1] = Zip2(ka.w[h], kb.w[h]);
+  for (int h = 0; h < 16; ++h) ps->sc[h] = Lanes(ka.sc[h], kb.sc[h]);
+  for (int j = 0; j < 8; ++j) ps->m[j] = Lanes(ka.m[j], kb.m[j]);
+  ps->d = vcombine_f32(vdup_n_f32(ka.d), vdup_n_f32(kb.d));
+  ps->dmin = vcombine_f32(vdup_n_f32(ka.dmin), vdup_n_f32(kb.dmin));
+}
+
+// Super-block i of a row pair x NP token pairs p0..p0+NP-1: each run of
+// values sharing a scale (Q4_K/Q5_K 32, Q6_K 16) loads its weights once for
+// the NP pairs; then per pair the f32 steps on acc[p].
+template <KKind K, int NP>
+inline void KPairSb(const KernelArgs& a, const PairSb& ps, const PairActs& xp, const PairFactors& pf, int64_t i,
+                    int p0, float32x4_t* acc) {
+  using Tr = KTraits<K>;
+  constexpr int kPer = Tr::kMins ? 2 : 1;  // 16-value chunks per scale
+  const int32x4_t zero = vdupq_n_s32(0);
+  const int8_t* x[NP];
+  const int32x4_t* mul[NP];
+  int32x4_t isum[NP];
+  for (int q = 0; q < NP; ++q) {
+    x[q] = xp.pair(p0 + q) + i * 2 * QK_K;
+    mul[q] = pf.muls(p0 + q) + 8 * i;
+    isum[q] = zero;
+  }
+#pragma GCC unroll 16
+  for (int h = 0; h < 16; h += kPer) {
+    int8x16_t w[2 * kPer];
+    for (int c = 0; c < 2 * kPer; ++c) w[c] = ps.wz[2 * h + c];
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+      int32x4_t m = zero;
+#pragma GCC unroll 4
+      for (int c = 0; c < 2 * kPer; ++c) m = vmmlaq_s32(m, w[c], vld1q_s8(x[q] + 16 * (2 * h + c)));
+      isum[q] = vmlaq_s32(isum[q], m, vmulq_s32(ps.sc[h], mul[q][h / 2]));
+    }
+  }
+  for (int q = 0; q < NP; ++q) {
+    const int p = p0 + q;
+    const int t0 = 2 * p, t1 = std::min(2 * p + 1, a.n_tok - 1);
+    const float b0 = a.q->group_base(t0)[i], b1 = a.q->group_base(t1)[i];
+    const float32x2_t bp = vset_lane_f32(b1, vdup_n_f32(b0), 1);
+    const float32x4_t basev = vcombine_f32(bp, bp);
+    float32x4_t v = vfmaq_f32(acc[p], vcvtq_f32_s32(isum[q]), vmulq_f32(ps.d, basev));
+    if constexpr (Tr::kMins) {
+      const int32x4_t* sum = pf.sums(p) + 8 * i;
+      int32x4_t imin = zero;
+      for (int j = 0; j < 8; ++j) imin = vmlaq_s32(imin, ps.m[j], sum[j]);
+      v = vfmsq_f32(v, vcvtq_f32_s32(imin), vmulq_f32(ps.dmin, basev));
+    }
+    acc[p] = v;
+  }
+}
+
 template <KKind K>
 void KMmla(const KernelArgs& a, int64_t r0, int64_t r1) {
   using Tr = KTraits<K>;
   if (a.n_tok < 2) return KRows<SdotDot, K>(a, r0, r1);
   PairActs xp;
   Interleave(*a.q, a.n_tok, &xp);
+  PairFactors pf;
+  BuildFactors(*a.q, a.n_tok, xp.n_pairs, &pf);
   const int64_t nb = a.w->row_len / QK_K;
-  const int32x4_t zero = vdupq_n_s32(0);
-  // 16-value chunks per scale: Q4_K/Q5_K one scale per 32 values.
-  constexpr int kPer = Tr::kMins ? 2 : 1;
   std::vector<float32x4_t> acc(static_cast<size_t>(xp.n_pairs));
+  PairSb ps;
   for (int64_t ra = r0; ra < r1; ra += 2) {
     const int64_t rb = ra + 1 < r1 ? ra + 1 : ra;
     const auto* ba = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + ra * a.row_bytes);
     const auto* bb = reinterpret_cast<const typename Tr::Block*>(a.w->data.data() + rb * a.row_bytes);
     std::fill(acc.begin(), acc.end(), vdupq_n_f32(0.0f));
     for (int64_t i = 0; i < nb; ++i) {
-      KSb ka, kb;
-      Unpack(ba[i], &ka);
-      Unpack(bb[i], &kb);
-      int8x16_t wz[32];
-      for (int h = 0; h < 16; ++h) wz[2 * h] = Zip1(ka.w[h], kb.w[h]), wz[2 * h + 1] = Zip2(ka.w[h], kb.w[h]);
-      int32x4_t scv[16], mv[8];
-      for (int h = 0; h < 16; ++h) scv[h] = Lanes(ka.sc[h], kb.sc[h]);
-      for (int j = 0; j < 8; ++j) mv[j] = Lanes(ka.m[j], kb.m[j]);
-      const float32x4_t dv = vcombine_f32(vdup_n_f32(ka.d), vdup_n_f32(kb.d));
-      const float32x4_t dminv = vcombine_f32(vdup_n_f32(ka.dmin), vdup_n_f32(kb.dmin));
-      for (int p = 0; p < xp.n_pairs; ++p) {
-        const int t0 = 2 * p, t1 = std::min(2 * p + 1, a.n_tok - 1);
-        const int8_t* x = xp.pair(p) + i * 2 * QK_K;
-        const int16_t* mu0 = a.q->muls(t0) + 8 * i;
-        const int16_t* mu1 = a.q->muls(t1) + 8 * i;
-        int32x4_t isum = zero;
-#pragma GCC unroll 16
-        for (int h = 0; h < 16; h += kPer) {
-          int32x4_t m = zero;
-#pragma GCC unroll 4
-          for (int c = 2 * h; c < 2 * (h + kPer); ++c) m = vmmlaq_s32(m, wz[c], vld1q_s8(x + 16 * c));
-          isum = vmlaq_s32(isum, m, vmulq_s32(scv[h], Tokens(mu0[h / 2], mu1[h / 2])));
-        }
-        const float b0 = a.q->group_base(t0)[i], b1 = a.q->group_base(t1)[i];
-        const float32x2_t bp = vset_lane_f32(b1, vdup_n_f32(b0), 1);
-        const float32x4_t basev = vcombine_f32(bp, bp);
-        float32x4_t v = vfmaq_f32(acc[p], vcvtq_f32_s32(isum), vmulq_f32(dv, basev));
-        if constexpr (Tr::kMins) {
-          const int16_t* s0 = a.q->sums16(t0) + 16 * i;
-          const int16_t* s1 = a.q->sums16(t1) + 16 * i;
-          int32x4_t imin = zero;
-          for (int j = 0; j < 8; ++j)
-            imin = vmlaq_s32(imin, mv[j], Tokens(s0[2 * j] + s0[2 * j + 1], s1[2 * j] + s1[2 * j + 1]));
-          v = vfmsq_f32(v, vcvtq_f32_s32(imin), vmulq_f32(dminv, basev));
-        }
-        acc[p] = v;
+      UnpackPair(ba[i], bb[i], &ps);
+      int p = 0;
+      for (; p + 4 <= xp.n_pairs; p += 4) KPairSb<K, 4>(a, ps, xp, pf, i, p, acc.data());
+      switch (xp.n_pairs - p) {
+        case 3: KPairSb<K, 3>(a, ps, xp, pf, i, p, acc.data()); break;
+        case 2: KPairSb<K, 2>(a, ps, xp, pf, i, p, acc.data()); break;
+        case 1: KPairSb<K, 1>(a, ps, xp, pf, i, p, acc.data()); break;
+        default: break;
       }
     }
     for (int p = 0; p < xp.n_pairs; ++p) Store4(a, acc[p], ra, rb, 2 * p, std::min(2 * p + 1, a.n_tok - 1));
