@@ -12,8 +12,8 @@
 // steps per output element are the AVX2 ones, operation for operation:
 //  * F32/F16/BF16: 8 f32 accumulators (lane l takes k = l mod 8, one FMA per
 //    value, in k order; here two 4-lane vectors), summed as AVX2's HSum
-//    ((l + l+4), then (0 + 2) + (1 + 3)), plus the scalar tail (k >= n & ~7)
-//    written as the same C++ expression.
+//    ((l + l+4), then (0 + 2) + (1 + 3)), plus the scalar tail (k >= n & ~7),
+//    the same explicit fma chain in both.
 //  * Q8_0: per group of 8 blocks, lane s += float(isum of block s) *
 //    (f16 weight scale * activation block scale), one FMA; missing blocks of
 //    a short last group add 0 * (0 * 0); then the same HSum.
@@ -115,7 +115,7 @@ void FloatTile(const KernelArgs& a, int64_t r, int t0) {
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < T; ++j) {
       float tail = 0.0f;
-      for (int64_t k = nv; k < n; ++k) tail += Scalar(rows[i] + k * kElemBytes) * xs[j][k];
+      for (int64_t k = nv; k < n; ++k) tail = std::fma(Scalar(rows[i] + k * kElemBytes), xs[j][k], tail);
       a.y[(t0 + j) * a.ldy + r + i] = HSum8(acc[i][j][0], acc[i][j][1]) + tail;
     }
 }

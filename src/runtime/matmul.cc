@@ -26,7 +26,8 @@ RowsKernel KernelFor(KernelIsa isa, quant::GgmlType type) {
   return k;
 }
 
-// The ISAs of this build's family, lowest first (scalar excluded).
+// The ISAs of this build's family, lowest first (other targets: none, kScalar
+// stands in).
 #if defined(__x86_64__)
 constexpr KernelIsa kFamily[] = {KernelIsa::kAvx2, KernelIsa::kAvx512};
 #elif defined(__aarch64__)
