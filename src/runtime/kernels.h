@@ -12,8 +12,9 @@
 // Cross-ISA contract: neon::, dotprod:: and i8mm:: (aarch64) give output
 // bit-identical to avx2:: (x86-64) for every type and batch: the same exact
 // integer sums and the same f32 operations per output element (the comment
-// blocks of kernels_avx2.cc and kquant_avx2.cc; kernels_neon.cc for the ARM
-// side), so a holder's answer does not depend on its CPU family.
+// blocks of kernels_avx2.cc and kquant_avx2.cc; kernels_arm.h for the ARM
+// side), so a holder's answer does not depend on its CPU family
+// (tests/runtime/matmul_golden_test.cc checks it against recorded AVX2 bits).
 //
 // scalar:: is the reference (double accumulation); the SIMD ISAs agree with
 // it to float rounding. Most callers want matmul.h instead.
