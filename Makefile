@@ -1,11 +1,13 @@
 # tenzro — the two quick-start commands:
 #   make demo   install dependencies, build, run the main job
 #   make test   install dependencies, build, run every test
+# (make test-arm64: the lower modules cross-built for aarch64, their tests
+# under qemu on three CPU models; scripts/test-arm64.)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: setup configure build test demo bench fuzz clean
+.PHONY: setup configure build test test-arm64 demo bench fuzz clean
 
 setup:
 	./scripts/setup
@@ -24,6 +26,10 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# Cross build for aarch64 (build-arm64) and its tests under qemu.
+test-arm64:
+	JOBS=$(JOBS) ./scripts/test-arm64
+
 demo: build
 	$(BUILD)/src/cli/tenzro demo
 
@@ -36,4 +42,4 @@ fuzz: setup
 	./scripts/fuzz
 
 clean:
-	rm -rf $(BUILD) build-fuzz build-asan
+	rm -rf $(BUILD) build-fuzz build-asan build-arm64

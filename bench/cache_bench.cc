@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/file.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "runtime/expert_cache.h"
 
 namespace {
@@ -49,12 +49,12 @@ struct Setup {
     std::vector<float> w(kEmbd * kFf);
     for (float& x : w) x = nd(rng);
     ByteSpan span(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 4);
-    tenzro::prepare::ExpertTensors t;
+    tenzro::format::ExpertTensors t;
     t.proj[0] = {tenzro::quant::GgmlType::F32, kEmbd, kFf, span};
     t.proj[1] = {tenzro::quant::GgmlType::F32, kEmbd, kFf, span};
     t.proj[2] = {tenzro::quant::GgmlType::F32, kFf, kEmbd, span};
     for (int e = 0; e < kExperts; ++e) {
-      Bytes img = *tenzro::prepare::EncodeExpertGguf({"bench", "bench", 0, e, "f32"}, t);
+      Bytes img = *tenzro::format::EncodeExpertGguf({"bench", "bench", 0, e, "f32"}, t);
       auto info = cache->Put({"bench", 0, e}, ByteSpan(img));
       paths.push_back(info->path);
       total += info->bytes;

@@ -22,7 +22,7 @@
 #include "net/router.h"
 #include "net/server.h"
 #include "node/blob_transfer.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "prepare/slicer.h"
 
 namespace {
@@ -45,14 +45,14 @@ uint64_t SlabBytes(const format::Checkpoint& ck, int expert) {
 
 Bytes EncodeOne(const format::Checkpoint& ck, int expert, quant::GgmlType gate_up, quant::GgmlType down) {
   std::array<prepare::SlicedMatrix, 3> parts;
-  prepare::ExpertTensors t;
+  format::ExpertTensors t;
   for (auto p : format::kProjections) {
     int i = static_cast<int>(p);
     auto slab = ck.Expert(0, expert, p);
     parts[i] = *prepare::ConvertSlab(*slab, p == format::Projection::kDown ? down : gate_up, 1, "bench");
     t.proj[i] = parts[i].matrix;
   }
-  return *prepare::EncodeExpertGguf({ck.architecture(), "bench", 0, expert, "bench"}, t);
+  return *format::EncodeExpertGguf({ck.architecture(), "bench", 0, expert, "bench"}, t);
 }
 
 void BM_PlainRead(benchmark::State& state) {

@@ -49,14 +49,24 @@ endfunction()
 
 # tenzro_module(<name> [DEPS targets...])
 #
-# Builds src/<name>/*.cc into the static library tenzro_<name>. Files named
-# *_avx2.cc are compiled with AVX2/FMA/F16C, *_avx512.cc with AVX-512
-# (BW/VL/VNNI); the module chooses between them at run time (core/cpu.h).
+# Builds src/<name>/*.cc into the static library tenzro_<name>. ISA files, by
+# target processor (TENZRO_ARCH, CMakeLists.txt), each built only there:
+#   x86_64   *_avx2.cc with AVX2/FMA/F16C, *_avx512.cc with AVX-512 (BW/VL/VNNI)
+#   aarch64  *_neon.cc (baseline armv8-a), *_dotprod.cc (armv8.2-a+dotprod),
+#            *_i8mm.cc (armv8.2-a+dotprod+i8mm)
+# The module chooses between them at run time (core/cpu.h); code outside these
+# files must compile for every target.
 # net, quic, node and the json-using modules listed above get a precompiled
 # header.
 function(tenzro_module name)
   cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  if(NOT TENZRO_ARCH STREQUAL "x86_64")
+    list(FILTER srcs EXCLUDE REGEX "_(avx2|avx512)\\.cc$")
+  endif()
+  if(NOT TENZRO_ARCH STREQUAL "aarch64")
+    list(FILTER srcs EXCLUDE REGEX "_(neon|dotprod|i8mm)\\.cc$")
+  endif()
   if(NOT srcs)
     return()
   endif()
@@ -69,6 +79,12 @@ function(tenzro_module name)
     elseif(s MATCHES "_avx512\\.cc$")
       set_source_files_properties(${s} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni"
         SKIP_PRECOMPILE_HEADERS ON)
+    elseif(s MATCHES "_dotprod\\.cc$")
+      set_source_files_properties(${s} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod" SKIP_PRECOMPILE_HEADERS ON)
+    elseif(s MATCHES "_i8mm\\.cc$")
+      set_source_files_properties(${s} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm" SKIP_PRECOMPILE_HEADERS ON)
+    elseif(s MATCHES "_neon\\.cc$")
+      set_source_files_properties(${s} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
     endif()
   endforeach()
   if(name MATCHES "^(net|quic|node)$")
@@ -88,12 +104,19 @@ endfunction()
 function(tenzro_test_module name)
   cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  if(NOT TARGET tenzro)
+    # No CLI in this build (TENZRO_MODULE_SET=lower): leave out the tests
+    # that start it, named cli_test.cc / *_cli_test.cc.
+    list(FILTER srcs EXCLUDE REGEX "(^|/|_)cli_test\\.cc$")
+  endif()
   if(NOT srcs)
     return()
   endif()
   add_executable(tenzro_${name}_tests ${srcs})
   target_link_libraries(tenzro_${name}_tests PRIVATE ${M_DEPS} tenzro_testutil GTest::gtest_main GTest::gmock)
-  add_dependencies(tenzro_${name}_tests tenzro)
+  if(TARGET tenzro)
+    add_dependencies(tenzro_${name}_tests tenzro)
+  endif()
   set_property(GLOBAL APPEND PROPERTY TENZRO_TEST_TARGETS tenzro_${name}_tests)
   tenzro_o0_if_requested(tenzro_${name}_tests)
   tenzro_pch(tenzro_${name}_tests test)

@@ -4,7 +4,11 @@
 
 // blake3_impl.h is a C header without C++ guards; pull its SIMD headers in
 // first so they are not declared inside extern "C".
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 extern "C" {

@@ -8,6 +8,29 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TENZRO_X86 1
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#define TENZRO_AARCH64_LINUX 1
+// Bit values from the kernel's arch/arm64/include/uapi/asm/hwcap.h, for
+// headers older than the feature.
+#ifndef HWCAP_FPHP
+#define HWCAP_FPHP (1UL << 9)
+#endif
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1UL << 1)
+#endif
+#ifndef HWCAP_ASIMDHP
+#define HWCAP_ASIMDHP (1UL << 10)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)
+#endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)
+#endif
 #endif
 
 namespace tenzro {
@@ -50,6 +73,15 @@ CpuFeatures Detect() {
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx_vnni = a1 & (1u << 4);
+#elif defined(TENZRO_AARCH64_LINUX)
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.neon = hw & HWCAP_ASIMD;
+  f.dotprod = hw & HWCAP_ASIMDDP;
+  f.fp16 = (hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP);
+  f.i8mm = hw2 & HWCAP2_I8MM;
+  f.bf16 = hw2 & HWCAP2_BF16;
+#elif defined(__aarch64__)
+  f.neon = true;  // ARMv8-A: Advanced SIMD is mandatory
 #endif
   return f;
 }
@@ -73,6 +105,11 @@ std::string CpuFeatures::ToString() const {
   add(avx512vnni, "avx512vnni");
   add(avx_vnni, "avx_vnni");
   add(amx_int8, "amx_int8");
+  add(neon, "neon");
+  add(dotprod, "dotprod");
+  add(i8mm, "i8mm");
+  add(fp16, "fp16");
+  add(bf16, "bf16");
   return s;
 }
 

@@ -31,17 +31,23 @@ void DeltaRuleStepScalar(float* __restrict S, const float* __restrict q, const f
   }
 }
 
+// The AVX2 step exists on x86-64 only (delta_rule_avx2.cc); other targets
+// run the scalar step.
 runtime::KernelIsa DeltaRuleIsa(int d_v) {
-  static const bool avx2 = runtime::BestKernelIsa() != runtime::KernelIsa::kScalar;
+  static const bool avx2 = runtime::BestKernelIsa() >= runtime::KernelIsa::kAvx2 &&
+                           runtime::BestKernelIsa() <= runtime::KernelIsa::kAvx512;
   return avx2 && d_v % 32 == 0 ? runtime::KernelIsa::kAvx2 : runtime::KernelIsa::kScalar;
 }
 
 void DeltaRuleStep(float* S, const float* q, const float* k, const float* v, float decay, float beta, int d_k, int d_v,
                    float* o) {
-  if (DeltaRuleIsa(d_v) == runtime::KernelIsa::kAvx2)
+#if defined(__x86_64__)
+  if (DeltaRuleIsa(d_v) == runtime::KernelIsa::kAvx2) {
     DeltaRuleStepAvx2(S, q, k, v, decay, beta, d_k, d_v, o);
-  else
-    DeltaRuleStepScalar(S, q, k, v, decay, beta, d_k, d_v, o);
+    return;
+  }
+#endif
+  DeltaRuleStepScalar(S, q, k, v, decay, beta, d_k, d_v, o);
 }
 
 }  // namespace tenzro::model

@@ -178,7 +178,7 @@ Result<json> ExpertRuntime::LoadExpertFrom(const std::string& id, int layer, int
   } else if (img.kind == "blob") {
     return Error::InvalidArgument("blob {} is not an expert mini-GGUF", src.file);
   } else {
-    prepare::ExpertIdentity ident{ms.shape ? ms.shape->architecture : "", id, layer, expert, ""};
+    format::ExpertIdentity ident{ms.shape ? ms.shape->architecture : "", id, layer, expert, ""};
     TENZRO_TRY(Bytes conv, runtime::ExpertGgufFromSafetensors(img.path, ident));
     auto owned = std::make_shared<const Bytes>(std::move(conv));
     img.bytes = ByteSpan(*owned);
@@ -188,8 +188,8 @@ Result<json> ExpertRuntime::LoadExpertFrom(const std::string& id, int layer, int
   out["source"] = img.kind;
 
   // 2. Checks: identity, formats, shape.
-  TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(img.bytes, img.owner, src.file));
-  if (d.kind != prepare::kKindExpert)
+  TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(img.bytes, img.owner, src.file));
+  if (d.kind != format::kKindExpert)
     return Error::InvalidArgument("{} is a {} file, not an expert (use `tenzro moe load-gate`)", src.file, d.kind);
   if (d.id.model_id != id || d.id.layer != layer || d.id.expert != expert)
     return Error::InvalidArgument("{} holds model '{}' layer {} expert {}, not model '{}' layer {} expert {}",
@@ -310,7 +310,7 @@ Result<json> ExpertRuntime::LoadGateFrom(const std::string& id, int layer, const
   } else if (kind == "blob") {
     return Error::InvalidArgument("blob {} is not a gate mini-GGUF", src.file);
   } else {
-    prepare::ExpertIdentity ident{ms.shape ? ms.shape->architecture : "", id, layer, 0, ""};
+    format::ExpertIdentity ident{ms.shape ? ms.shape->architecture : "", id, layer, 0, ""};
     TENZRO_TRY(raw, runtime::GateGgufFromSafetensors(path, ident, ms.shape ? ms.shape->n_expert_used : 0));
     kind = "safetensors";
   }

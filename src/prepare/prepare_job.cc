@@ -6,7 +6,7 @@
 
 #include "blob/blob_uri.h"
 #include "format/checkpoint.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "prepare/slicer.h"
 
 namespace tenzro::prepare {
@@ -46,7 +46,7 @@ Result<json> Publish(blob::BlobStore& store, const Bytes& image) {
 Result<json> PrepareOneExpert(const format::Checkpoint& ckpt, const PrepareRequest& req, const QuantPlan& plan,
                               int n_layer, int expert, blob::BlobStore& store) {
   std::array<SlicedMatrix, 3> parts;
-  ExpertTensors tensors;
+  format::ExpertTensors tensors;
   json projections = json::object();
   for (format::Projection p : format::kProjections) {
     int i = static_cast<int>(p);
@@ -56,22 +56,22 @@ Result<json> PrepareOneExpert(const format::Checkpoint& ckpt, const PrepareReque
     tensors.proj[i] = parts[i].matrix;
     projections[std::string(format::ProjectionName(p))] = MatrixJson(parts[i]);
   }
-  ExpertIdentity id{ckpt.architecture(), req.model_id, req.layer, expert, plan.name()};
-  TENZRO_TRY(Bytes image, EncodeExpertGguf(id, tensors));
+  format::ExpertIdentity id{ckpt.architecture(), req.model_id, req.layer, expert, plan.name()};
+  TENZRO_TRY(Bytes image, format::EncodeExpertGguf(id, tensors));
   TENZRO_TRY(json out, Publish(store, image));
   out["expert"] = expert;
   out["projections"] = std::move(projections);
   return out;
 }
 
-Result<Matrix> TensorMatrix(const format::TensorRef& t, std::string_view what) {
+Result<format::Matrix> TensorMatrix(const format::TensorRef& t, std::string_view what) {
   if (t.ne.empty() || t.ne.size() > 2) return Error::Unsupported("{} ({}): expected a 1-D or 2-D tensor", what, t.name);
-  return Matrix{t.type, t.ne[0], t.ne.size() == 2 ? t.ne[1] : 1, t.bytes};
+  return format::Matrix{t.type, t.ne[0], t.ne.size() == 2 ? t.ne[1] : 1, t.bytes};
 }
 
 Result<json> PrepareGate(const format::Checkpoint& ckpt, const PrepareRequest& req, const QuantPlan& plan,
                          int n_layer, blob::BlobStore& store) {
-  GateTensors g;
+  format::GateTensors g;
   json out = json::object();
   TENZRO_TRY(format::TensorRef router, ckpt.Router(req.layer));
   TENZRO_TRY(g.router, TensorMatrix(router, "router"));
@@ -85,7 +85,7 @@ Result<json> PrepareGate(const format::Checkpoint& ckpt, const PrepareRequest& r
   }
   std::array<SlicedMatrix, 3> parts;
   if (ckpt.SharedExpert(req.layer, format::Projection::kGate)) {
-    ExpertTensors sh;
+    format::ExpertTensors sh;
     json projections = json::object();
     for (format::Projection p : format::kProjections) {
       int i = static_cast<int>(p);
@@ -102,8 +102,8 @@ Result<json> PrepareGate(const format::Checkpoint& ckpt, const PrepareRequest& r
       out["shared_expert_gate"] = {{"tensor", sg->name}, {"format", std::string(quant::TypeName(sg->type))}};
     }
   }
-  ExpertIdentity id{arch, req.model_id, req.layer, 0, plan.name()};
-  TENZRO_TRY(Bytes image, EncodeGateGguf(id, g));
+  format::ExpertIdentity id{arch, req.model_id, req.layer, 0, plan.name()};
+  TENZRO_TRY(Bytes image, format::EncodeGateGguf(id, g));
   TENZRO_TRY(json pub, Publish(store, image));
   out.update(pub);
   return out;

@@ -11,7 +11,7 @@
 #include "core/bytes.h"
 #include "core/result.h"
 #include "format/checkpoint.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "quant/types.h"
 
 namespace tenzro::prepare {
@@ -26,7 +26,7 @@ struct SliceSource {
 };
 
 struct SlicedMatrix {
-  Matrix matrix;   // the result; bytes view into `owned` or the checkpoint
+  format::Matrix matrix;   // the result; bytes view into `owned` or the checkpoint
   Bytes owned;     // empty for a byte-range copy
   SliceSource source;
 };

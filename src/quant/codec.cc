@@ -29,6 +29,10 @@ Codec RefCodec(GgmlType type) {
   }
 }
 
+// The SIMD codecs exist on x86-64 only (quants_avx2.cc, kquants_avx2.cc,
+// quants_avx512.cc); elsewhere every ISA above scalar is unsupported
+// (core/cpu.h reports no x86 flags) and the overlays are empty.
+#if defined(__x86_64__)
 void OverlayAvx2(GgmlType type, Codec& c) {
   switch (type) {
     case GgmlType::F16: c = {avx2::DequantizeRowF16, avx2::QuantizeRowF16}; break;
@@ -52,6 +56,10 @@ void OverlayAvx512(GgmlType type, Codec& c) {
     default: break;
   }
 }
+#else
+void OverlayAvx2(GgmlType, Codec&) {}
+void OverlayAvx512(GgmlType, Codec&) {}
+#endif
 
 Isa DetectBestIsa() {
   Isa best = Isa::kScalar;

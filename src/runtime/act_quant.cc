@@ -37,7 +37,11 @@ struct BlockOps {
 };
 
 BlockOps PickOps() {
+#if defined(__x86_64__)
   if (GetCpuFeatures().HasAvx2Set()) return {avx2::BlockAmax, avx2::QuantizeBlock};
+#elif defined(__aarch64__)
+  if (GetCpuFeatures().HasNeonSet()) return {neon::BlockAmax, neon::QuantizeBlock};
+#endif
   return {scalar::BlockAmax, scalar::QuantizeBlock};
 }
 

@@ -1,5 +1,5 @@
 // tenzro runtime (internal): the per-32-value steps of QuantizeActs, per ISA.
-// Both ISAs give bit-identical results (the same f32 operations; max is
+// Every ISA gives bit-identical results (the same f32 operations; max is
 // exact in any order), so quantized activations never depend on the CPU.
 #pragma once
 
@@ -18,5 +18,9 @@ namespace avx2 {  // REQUIRES: the AVX2 set (core/cpu.h)
 float BlockAmax(const float* x);
 void QuantizeBlock(const float* x, float id, int8_t* q, int sums[2]);
 }  // namespace avx2
+namespace neon {  // aarch64 only (act_quant_neon.cc)
+float BlockAmax(const float* x);
+void QuantizeBlock(const float* x, float id, int8_t* q, int sums[2]);
+}  // namespace neon
 
 }  // namespace tenzro::runtime

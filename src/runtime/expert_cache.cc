@@ -61,7 +61,7 @@ Result<void> LinkOrCopy(const std::string& src, const std::string& dst) {
   return WriteFileAtomic(dst, ByteSpan(data));
 }
 
-Result<void> CheckIdentity(const prepare::DecodedExpertFile& d, const ExpertKey& key, const std::string& what) {
+Result<void> CheckIdentity(const format::DecodedExpertFile& d, const ExpertKey& key, const std::string& what) {
   if (d.id.layer != key.layer || d.id.expert != key.expert)
     return Error::InvalidArgument("{}: holds layer {} expert {}, expected layer {} expert {}", what, d.id.layer,
                                   d.id.expert, key.layer, key.expert);
@@ -178,8 +178,8 @@ Result<ExpertEntryInfo> ExpertCache::Install(const ExpertKey& key, const std::st
 Result<ExpertEntryInfo> ExpertCache::Put(const ExpertKey& key, ByteSpan image) {
   TENZRO_TRY(std::string path, ColdPath(key));
   {
-    TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(image, nullptr, key.ToString()));
-    if (d.kind != prepare::kKindExpert)
+    TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(image, nullptr, key.ToString()));
+    if (d.kind != format::kKindExpert)
       return Error::InvalidArgument("{}: image is a {} file, not an expert", key.ToString(), d.kind);
     TENZRO_CHECK_OK(CheckIdentity(d, key, key.ToString()));
   }
@@ -191,8 +191,8 @@ Result<ExpertEntryInfo> ExpertCache::PutFile(const ExpertKey& key, const std::st
   if (src == path) return Install(key, path);
   {
     TENZRO_TRY(std::shared_ptr<MappedFile> map, MappedFile::Open(src));
-    TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(map->bytes(), map, src));
-    if (d.kind != prepare::kKindExpert)
+    TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(map->bytes(), map, src));
+    if (d.kind != format::kKindExpert)
       return Error::InvalidArgument("{}: is a {} file, not an expert", src, d.kind);
     TENZRO_CHECK_OK(CheckIdentity(d, key, src));
   }

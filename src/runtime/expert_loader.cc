@@ -11,7 +11,7 @@
 namespace tenzro::runtime {
 namespace {
 
-using prepare::Matrix;
+using format::Matrix;
 
 Result<WeightMatrix> ToWeight(const Matrix& m, std::shared_ptr<const void> owner, std::string_view what) {
   if (!IsComputeType(m.type))
@@ -21,7 +21,7 @@ Result<WeightMatrix> ToWeight(const Matrix& m, std::shared_ptr<const void> owner
   return w;
 }
 
-Result<ExpertWeights> ToExpert(const prepare::ExpertTensors& t, const std::shared_ptr<const void>& owner,
+Result<ExpertWeights> ToExpert(const format::ExpertTensors& t, const std::shared_ptr<const void>& owner,
                                std::string_view what) {
   ExpertWeights w;
   TENZRO_TRY(w.gate, ToWeight(t.proj[0], owner, fmt::format("{} gate", what)));
@@ -35,7 +35,7 @@ std::string Fmt3(const quant::GgmlType t[3]) {
   return fmt::format("{}/{}/{}", quant::TypeName(t[0]), quant::TypeName(t[1]), quant::TypeName(t[2]));
 }
 
-ExpertFileInfo InfoOf(const prepare::DecodedExpertFile& d, uint64_t bytes) {
+ExpertFileInfo InfoOf(const format::DecodedExpertFile& d, uint64_t bytes) {
   ExpertFileInfo info;
   info.id = d.id;
   info.n_embd = d.expert.n_embd();
@@ -109,9 +109,9 @@ std::string_view QuantName(quant::GgmlType a, quant::GgmlType b, quant::GgmlType
   }
 }
 
-Result<prepare::ExpertTensors> StFfn(const format::SafetensorsFile& f, bool shared) {
+Result<format::ExpertTensors> StFfn(const format::SafetensorsFile& f, bool shared) {
   static constexpr std::string_view kProj[3] = {"gate", "up", "down"};
-  prepare::ExpertTensors t;
+  format::ExpertTensors t;
   for (int p = 0; p < 3; ++p) {
     const std::string hf = std::string(kProj[p]) + "_proj.weight";
     const std::string sh = "shared_expert." + hf;
@@ -128,7 +128,7 @@ Result<prepare::ExpertTensors> StFfn(const format::SafetensorsFile& f, bool shar
     }
     TENZRO_TRY(t.proj[p], StMatrix(f, *found));
   }
-  auto ok = prepare::ValidateExpertTensors(t, f.path());
+  auto ok = format::ValidateExpertTensors(t, f.path());
   if (!ok) return ok.error();
   return t;
 }
@@ -150,8 +150,8 @@ bool LooksLikeGguf(ByteSpan data) {
 
 Result<std::shared_ptr<const WarmExpert>> DecodeWarmExpert(std::shared_ptr<const Bytes> image, std::string name) {
   if (!image) return Error::InvalidArgument("{}: no image", name);
-  TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(ByteSpan(*image), image, name));
-  if (d.kind != prepare::kKindExpert)
+  TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(ByteSpan(*image), image, name));
+  if (d.kind != format::kKindExpert)
     return Error::InvalidArgument("{}: is a {} file, expected an expert (use load-gate for gates)", name, d.kind);
   auto w = std::make_shared<WarmExpert>();
   TENZRO_TRY(w->weights, ToExpert(d.expert, image, name));
@@ -162,11 +162,11 @@ Result<std::shared_ptr<const WarmExpert>> DecodeWarmExpert(std::shared_ptr<const
 
 Result<std::shared_ptr<const GateWeights>> DecodeGate(std::shared_ptr<const Bytes> image, std::string name) {
   if (!image) return Error::InvalidArgument("{}: no image", name);
-  TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(ByteSpan(*image), image, name));
-  if (d.kind != prepare::kKindGate)
+  TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(ByteSpan(*image), image, name));
+  if (d.kind != format::kKindGate)
     return Error::InvalidArgument("{}: is a {} file, expected a gate (use load-expert for experts)", name, d.kind);
   auto g = std::make_shared<GateWeights>();
-  const prepare::GateTensors& t = d.gate;
+  const format::GateTensors& t = d.gate;
   TENZRO_TRY(g->router.w, ToWeight(t.router, image, fmt::format("{} router", name)));
   if (t.bias) {
     g->router.selection_bias.resize(t.bias->row_len);
@@ -212,22 +212,22 @@ Result<std::shared_ptr<const GateWeights>> LoadGate(const std::string& path) {
 
 Result<ExpertFileInfo> InspectExpertFile(const std::string& path) {
   TENZRO_TRY(std::shared_ptr<MappedFile> map, MappedFile::Open(path));
-  TENZRO_TRY(prepare::DecodedExpertFile d, prepare::DecodeExpertGguf(map->bytes(), map, path));
-  if (d.kind != prepare::kKindExpert) return Error::InvalidArgument("{}: is a {} file, not an expert", path, d.kind);
+  TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(map->bytes(), map, path));
+  if (d.kind != format::kKindExpert) return Error::InvalidArgument("{}: is a {} file, not an expert", path, d.kind);
   return InfoOf(d, map->size());
 }
 
-Result<Bytes> ExpertGgufFromSafetensors(const std::string& path, const prepare::ExpertIdentity& id) {
+Result<Bytes> ExpertGgufFromSafetensors(const std::string& path, const format::ExpertIdentity& id) {
   TENZRO_TRY(auto f, format::SafetensorsFile::Open(path));
-  TENZRO_TRY(prepare::ExpertTensors t, StFfn(*f, /*shared=*/false));
-  prepare::ExpertIdentity ident = id;
+  TENZRO_TRY(format::ExpertTensors t, StFfn(*f, /*shared=*/false));
+  format::ExpertIdentity ident = id;
   ident.quant = std::string(QuantName(t.proj[0].type, t.proj[1].type, t.proj[2].type));
-  return prepare::EncodeExpertGguf(ident, t);
+  return format::EncodeExpertGguf(ident, t);
 }
 
-Result<Bytes> GateGgufFromSafetensors(const std::string& path, const prepare::ExpertIdentity& id, int n_expert_used) {
+Result<Bytes> GateGgufFromSafetensors(const std::string& path, const format::ExpertIdentity& id, int n_expert_used) {
   TENZRO_TRY(auto f, format::SafetensorsFile::Open(path));
-  prepare::GateTensors g;
+  format::GateTensors g;
   TENZRO_TRY(const format::SafetensorsTensor* r, FindOne(*f, {"weight", "gate.weight"}, {"mlp.gate.weight"}));
   if (r == nullptr)
     return Error::NotFound("{}: no router tensor (looked for 'weight', 'gate.weight' or a name ending in "
@@ -235,11 +235,11 @@ Result<Bytes> GateGgufFromSafetensors(const std::string& path, const prepare::Ex
                            path);
   TENZRO_TRY(g.router, StMatrix(*f, *r));
   g.n_expert_used = n_expert_used > 0 ? n_expert_used : static_cast<int>(std::min<int64_t>(8, g.router.rows));
-  prepare::ExpertIdentity ident = id;
+  format::ExpertIdentity ident = id;
   ident.quant = std::string(QuantName(g.router.type, g.router.type, g.router.type));
   TENZRO_TRY(const format::SafetensorsTensor* sg, FindOne(*f, {}, {"shared_expert.gate_proj.weight"}));
   if (sg != nullptr) {
-    TENZRO_TRY(prepare::ExpertTensors sh, StFfn(*f, /*shared=*/true));
+    TENZRO_TRY(format::ExpertTensors sh, StFfn(*f, /*shared=*/true));
     g.shared = sh;
     ident.quant = std::string(QuantName(sh.proj[0].type, sh.proj[1].type, sh.proj[2].type));
     TENZRO_TRY(const format::SafetensorsTensor* sgate, FindOne(*f, {}, {"shared_expert_gate.weight"}));
@@ -250,7 +250,7 @@ Result<Bytes> GateGgufFromSafetensors(const std::string& path, const prepare::Ex
   }
   if (g.n_expert_used < 1 || g.n_expert_used > g.router.rows)
     return Error::InvalidArgument("{}: top-k {} is not in [1, {}] (n_expert)", path, g.n_expert_used, g.router.rows);
-  return prepare::EncodeGateGguf(ident, g);
+  return format::EncodeGateGguf(ident, g);
 }
 
 }  // namespace tenzro::runtime

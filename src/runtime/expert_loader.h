@@ -25,7 +25,7 @@
 
 #include "core/bytes.h"
 #include "core/result.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "runtime/expert_ffn.h"
 #include "runtime/gating.h"
 #include "runtime/weight_matrix.h"
@@ -34,7 +34,7 @@ namespace tenzro::runtime {
 
 // What a file says about itself, for checks against the model's shape.
 struct ExpertFileInfo {
-  prepare::ExpertIdentity id;        // from the mini-GGUF (empty model_id for safetensors)
+  format::ExpertIdentity id;        // from the mini-GGUF (empty model_id for safetensors)
   int64_t n_embd = 0;
   int64_t n_ff = 0;
   quant::GgmlType types[3] = {};     // gate, up, down
@@ -43,7 +43,7 @@ struct ExpertFileInfo {
 };
 
 struct GateFileInfo {
-  prepare::ExpertIdentity id;
+  format::ExpertIdentity id;
   int64_t n_embd = 0;
   int n_expert = 0;
   int n_expert_used = 0;             // 0 when the file does not say (safetensors)
@@ -96,7 +96,7 @@ Result<ExpertFileInfo> InspectExpertFile(const std::string& path);
 // the gate's metadata (<= 0: unknown, min(8, n_expert) is written). kNotFound naming the tensor names tried; kInvalidArgument
 // for ambiguous names, bad ranks or shapes that do not fit together;
 // kUnsupported for other dtypes.
-Result<Bytes> ExpertGgufFromSafetensors(const std::string& path, const prepare::ExpertIdentity& id);
-Result<Bytes> GateGgufFromSafetensors(const std::string& path, const prepare::ExpertIdentity& id, int n_expert_used);
+Result<Bytes> ExpertGgufFromSafetensors(const std::string& path, const format::ExpertIdentity& id);
+Result<Bytes> GateGgufFromSafetensors(const std::string& path, const format::ExpertIdentity& id, int n_expert_used);
 
 }  // namespace tenzro::runtime

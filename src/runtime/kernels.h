@@ -9,9 +9,17 @@
 // activations and the ISA, never on r0/r1, the token count or the tiling, so
 // any split of rows over threads gives bit-identical results.
 //
-// scalar:: is the reference (double accumulation); avx2:: agrees with it to
-// float rounding; avx512:: gives avx2::'s bits exactly (same integer sums,
-// same f32 steps in the same order; tested). Most callers want matmul.h instead.
+// Cross-ISA contract: avx512:: (x86-64) and neon::, dotprod:: and i8mm::
+// (aarch64) give output bit-identical to avx2:: for every type and batch:
+// the same exact integer sums and the same f32 operations per output element
+// (the comment blocks of kernels_avx2.cc and kquant_avx2.cc; kquant_avx512.cc
+// and kernels_arm.h for the others), so a holder's answer does not depend on
+// its CPU (tests/runtime/matmul_isa_test.cc compares avx512 with avx2 by
+// memcmp; tests/runtime/matmul_golden_test.cc checks every ISA against
+// recorded AVX2 bits).
+//
+// scalar:: is the reference (double accumulation); the SIMD ISAs agree with
+// it to float rounding. Most callers want matmul.h instead.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +30,10 @@
 
 namespace tenzro::runtime {
 
-enum class KernelIsa : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+// Two families above scalar: x86-64 (kAvx2 < kAvx512) and aarch64 (kNeon <
+// kDotprod < kI8mm); each ISA falls back to the next lower one of its family
+// for a type it has no kernel of its own for (matmul.cc KernelFor).
+enum class KernelIsa : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kDotprod = 4, kI8mm = 5 };
 
 struct KernelArgs {
   const WeightMatrix* w = nullptr;
@@ -52,5 +63,10 @@ namespace avx512 {
 RowsKernel GetKernel(quant::GgmlType type);
 RowsKernel GetKQuantKernel(quant::GgmlType type);  // kquant_avx512.cc; GetKernel defers to it
 }  // namespace avx512
+// aarch64 only (REQUIRES the matching CpuFeatures set). Null: no kernel of
+// that ISA's own (the caller falls back).
+namespace neon { RowsKernel GetKernel(quant::GgmlType type); }     // kernels_neon.cc
+namespace dotprod { RowsKernel GetKernel(quant::GgmlType type); }  // kernels_dotprod.cc
+namespace i8mm { RowsKernel GetKernel(quant::GgmlType type); }     // kernels_i8mm.cc
 
 }  // namespace tenzro::runtime

@@ -2,7 +2,9 @@
 // when core/cpu.h reports the AVX2 set): float weights, Q8_0, and the ISA's
 // GetKernel. The k-quants live in kquant_avx2.cc.
 //
-// Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators.
+// Float weights: up to 4 rows x 4 tokens of f32 FMA accumulators; the scalar
+// tail (row_len % 8 values) is an explicit fma chain, so the bits do not
+// depend on whether a compiler contracts a * b + c (kernels_arm.h does the same).
 // Q8_0: each 32-value block is an int8 x int8 dot product (sign trick, then
 // _mm256_maddubs_epi16 and _mm256_madd_epi16 to int32 lanes); 8 blocks are
 // reduced together (Reduce8: one int32 lane per block), converted to float
@@ -10,6 +12,7 @@
 // FMA. Register tile: one weight row x up to 4 tokens.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "quant/blocks.h"
@@ -70,7 +73,7 @@ void FloatTile(const KernelArgs& a, int64_t r, int t0) {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       float tail = 0.0f;
-      for (int64_t k = nv; k < n; ++k) tail += Scalar(rows[i] + k * kElemBytes) * xs[j][k];
+      for (int64_t k = nv; k < n; ++k) tail = std::fma(Scalar(rows[i] + k * kElemBytes), xs[j][k], tail);
       a.y[(t0 + j) * a.ldy + r + i] = HSum(acc[i][j]) + tail;
     }
 }

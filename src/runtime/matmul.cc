@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "core/cpu.h"
@@ -10,13 +11,30 @@
 namespace tenzro::runtime {
 namespace {
 
+// Only the target's own family is compiled in (cmake/TenzroModule.cmake).
 RowsKernel KernelFor(KernelIsa isa, quant::GgmlType type) {
   RowsKernel k = nullptr;
+#if defined(__x86_64__)
   if (isa == KernelIsa::kAvx512) k = avx512::GetKernel(type);
-  if (!k && isa >= KernelIsa::kAvx2) k = avx2::GetKernel(type);
+  if (!k && (isa == KernelIsa::kAvx512 || isa == KernelIsa::kAvx2)) k = avx2::GetKernel(type);
+#elif defined(__aarch64__)
+  if (isa == KernelIsa::kI8mm) k = i8mm::GetKernel(type);
+  if (!k && (isa == KernelIsa::kI8mm || isa == KernelIsa::kDotprod)) k = dotprod::GetKernel(type);
+  if (!k && isa >= KernelIsa::kNeon) k = neon::GetKernel(type);
+#endif
   if (!k) k = scalar::GetKernel(type);
   return k;
 }
+
+// The ISAs of this build's family, lowest first (other targets: none, kScalar
+// stands in).
+#if defined(__x86_64__)
+constexpr KernelIsa kFamily[] = {KernelIsa::kAvx2, KernelIsa::kAvx512};
+#elif defined(__aarch64__)
+constexpr KernelIsa kFamily[] = {KernelIsa::kNeon, KernelIsa::kDotprod, KernelIsa::kI8mm};
+#else
+constexpr KernelIsa kFamily[] = {KernelIsa::kScalar};
+#endif
 
 // Rows per chunk: enough work per chunk to amortise claiming it, enough
 // chunks to balance threads. Does not affect results.
@@ -35,6 +53,9 @@ const char* KernelIsaName(KernelIsa isa) {
     case KernelIsa::kScalar: return "scalar";
     case KernelIsa::kAvx2: return "avx2";
     case KernelIsa::kAvx512: return "avx512";
+    case KernelIsa::kNeon: return "neon";
+    case KernelIsa::kDotprod: return "dotprod";
+    case KernelIsa::kI8mm: return "i8mm";
   }
   return "?";
 }
@@ -45,18 +66,25 @@ bool KernelIsaSupported(KernelIsa isa) {
     case KernelIsa::kScalar: return true;
     case KernelIsa::kAvx2: return f.HasAvx2Set();
     case KernelIsa::kAvx512: return f.HasAvx512Set();
+    case KernelIsa::kNeon: return f.HasNeonSet();
+    case KernelIsa::kDotprod: return f.HasDotprodSet();
+    case KernelIsa::kI8mm: return f.HasI8mmSet();
   }
   return false;
 }
 
 KernelIsa BestKernelIsa() {
   static const KernelIsa best = [] {
+    // The family is ordered lowest first: the last supported one wins;
+    // TENZRO_RUNTIME_ISA may name a lower one (never a higher or foreign one).
     KernelIsa b = KernelIsa::kScalar;
-    if (KernelIsaSupported(KernelIsa::kAvx2)) b = KernelIsa::kAvx2;
-    if (KernelIsaSupported(KernelIsa::kAvx512)) b = KernelIsa::kAvx512;
+    int rank = -1;
+    for (int i = 0; i < static_cast<int>(std::size(kFamily)); ++i)
+      if (kFamily[i] != KernelIsa::kScalar && KernelIsaSupported(kFamily[i])) b = kFamily[i], rank = i;
     if (const char* env = std::getenv("TENZRO_RUNTIME_ISA")) {
       if (std::strcmp(env, "scalar") == 0) b = KernelIsa::kScalar;
-      else if (std::strcmp(env, "avx2") == 0 && b > KernelIsa::kAvx2) b = KernelIsa::kAvx2;
+      for (int i = 0; i < rank; ++i)
+        if (std::strcmp(env, KernelIsaName(kFamily[i])) == 0) b = kFamily[i];
     }
     return b;
   }();

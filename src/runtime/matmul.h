@@ -5,8 +5,9 @@
 // W.rows floats (token t at y + t*W.rows). Quantized W (Q8_0/Q4_K/Q5_K/Q6_K)
 // is multiplied against X quantized to 8 bits in blocks of 32 (act_quant.h)
 // with integer dot products; F32/F16/BF16 W with f32 FMA against X as is.
-// Kernels are chosen at run time from the CPU: AVX-512 VNNI for the quantized
-// types (same bits as AVX2), AVX2, scalar fallback.
+// Kernels are chosen at run time from the CPU (x86-64: AVX-512 VNNI for the
+// quantized types (same bits as AVX2), AVX2; aarch64: NEON, dotprod, i8mm;
+// scalar fallback).
 //
 // Rows are split over the pool's threads; results are bit-identical for any
 // pool size (kernels.h determinism contract). Thread-safety: MatMul may run
@@ -21,8 +22,10 @@
 
 namespace tenzro::runtime {
 
-// The fastest ISA this CPU supports (TENZRO_RUNTIME_ISA=scalar|avx2|avx512 in
-// the environment lowers it, for debugging).
+// The fastest ISA this CPU supports (TENZRO_RUNTIME_ISA in the environment
+// lowers it, for debugging: scalar, or a lower ISA of the same family, e.g.
+// avx2 on an AVX-512 CPU, neon or dotprod on an i8mm one; anything else is
+// ignored).
 KernelIsa BestKernelIsa();
 bool KernelIsaSupported(KernelIsa isa);
 const char* KernelIsaName(KernelIsa isa);

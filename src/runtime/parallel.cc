@@ -43,8 +43,10 @@ void ParallelFor(ThreadPool* pool, int n, const std::function<void(int)>& fn) {
   int spins = 0;
   while (state->done.load(std::memory_order_acquire) < n) {
     if (++spins < 4096) {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield" ::: "memory");
 #endif
     } else {
       std::this_thread::yield();

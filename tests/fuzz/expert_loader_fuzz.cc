@@ -1,5 +1,5 @@
 // libFuzzer target: the expert mini-GGUF (docs/formats/expert-gguf.md) as a
-// node receives it from the swarm: prepare::DecodeExpertGguf and the runtime
+// node receives it from the swarm: format::DecodeExpertGguf and the runtime
 // decoders that turn an image into weights (runtime/expert_loader.h). Any
 // input may be refused; nothing may crash. A decoded expert's three
 // projections hold exactly the bytes their types and shapes need, inside the
@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "quant/types.h"
 #include "runtime/expert_ffn.h"
 #include "runtime/expert_loader.h"
@@ -28,13 +28,13 @@ bool Inside(ByteSpan part, ByteSpan whole) {
   return part.data() >= whole.data() && part.data() + part.size() <= whole.data() + whole.size();
 }
 
-void CheckMatrix(const prepare::Matrix& m, ByteSpan image) {
+void CheckMatrix(const format::Matrix& m, ByteSpan image) {
   if (m.rows < 0 || m.row_len < 0 || !Inside(m.bytes, image)) std::abort();
   auto row = quant::RowBytes(m.type, m.row_len);
   if (row && static_cast<uint64_t>(*row) * static_cast<uint64_t>(m.rows) != m.bytes.size()) std::abort();
 }
 
-bool SameMatrix(const prepare::Matrix& a, const prepare::Matrix& b) {
+bool SameMatrix(const format::Matrix& a, const format::Matrix& b) {
   return a.type == b.type && a.row_len == b.row_len && a.rows == b.rows && a.bytes.size() == b.bytes.size() &&
          (a.bytes.empty() || std::memcmp(a.bytes.data(), b.bytes.data(), a.bytes.size()) == 0);
 }
@@ -43,18 +43,18 @@ bool SameMatrix(const prepare::Matrix& a, const prepare::Matrix& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ByteSpan in(data, size);
-  if (auto f = prepare::DecodeExpertGguf(in, nullptr, "fuzz.gguf")) {
-    if (f->kind == prepare::kKindExpert) {
+  if (auto f = format::DecodeExpertGguf(in, nullptr, "fuzz.gguf")) {
+    if (f->kind == format::kKindExpert) {
       for (const auto& m : f->expert.proj) CheckMatrix(m, in);
-      if (prepare::ValidateExpertTensors(f->expert, "fuzz")) {
-        auto again = prepare::EncodeExpertGguf(f->id, f->expert);
+      if (format::ValidateExpertTensors(f->expert, "fuzz")) {
+        auto again = format::EncodeExpertGguf(f->id, f->expert);
         if (!again) std::abort();
-        auto g = prepare::DecodeExpertGguf(ByteSpan(*again), nullptr, "again.gguf");
-        if (!g || g->kind != prepare::kKindExpert) std::abort();
+        auto g = format::DecodeExpertGguf(ByteSpan(*again), nullptr, "again.gguf");
+        if (!g || g->kind != format::kKindExpert) std::abort();
         for (int p = 0; p < 3; ++p)
           if (!SameMatrix(f->expert.proj[p], g->expert.proj[p])) std::abort();
       }
-    } else if (f->kind == prepare::kKindGate) {
+    } else if (f->kind == format::kKindGate) {
       CheckMatrix(f->gate.router, in);
       if (f->gate.bias) CheckMatrix(*f->gate.bias, in);
       if (f->gate.shared_gate) CheckMatrix(*f->gate.shared_gate, in);

@@ -12,7 +12,7 @@
 
 #include "blob/bao_tree.h"
 #include "blob/encoder.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "quant/types.h"
 #include "quic/iroh_blobs.h"
 #include "bao_fuzz.h"
@@ -55,11 +55,11 @@ void ExpertSeeds() {
                          Shape{"expert_q4_k_q8_0", GgmlType::Q4_K, GgmlType::Q8_0, 256, 32}}) {
     Bytes g = Rows(s.gate_up, s.n_embd, s.n_ff, 1), u = Rows(s.gate_up, s.n_embd, s.n_ff, 2),
           d = Rows(s.down, s.n_ff, s.n_embd, 3);
-    prepare::ExpertTensors t;
+    format::ExpertTensors t;
     t.proj[0] = {s.gate_up, s.n_embd, s.n_ff, ByteSpan(g)};
     t.proj[1] = {s.gate_up, s.n_embd, s.n_ff, ByteSpan(u)};
     t.proj[2] = {s.down, s.n_ff, s.n_embd, ByteSpan(d)};
-    auto img = prepare::EncodeExpertGguf({"qwen35moe", "fuzz-model", 1, 3, "custom"}, t);
+    auto img = format::EncodeExpertGguf({"qwen35moe", "fuzz-model", 1, 3, "custom"}, t);
     if (!img) std::exit(1);
     Write("expert_loader_fuzz", std::string(s.name) + ".gguf", ByteSpan(*img));
   }
@@ -68,22 +68,22 @@ void ExpertSeeds() {
   Bytes r = Rows(GgmlType::F32, n_embd, n_exp, 4), b = Rows(GgmlType::F32, n_exp, 1, 5),
         sg = Rows(GgmlType::F32, n_embd, 1, 6), g = Rows(GgmlType::F32, n_embd, n_ff, 7),
         u = Rows(GgmlType::F32, n_embd, n_ff, 8), d = Rows(GgmlType::F32, n_ff, n_embd, 9);
-  prepare::GateTensors gt;
+  format::GateTensors gt;
   gt.router = {GgmlType::F32, n_embd, n_exp, ByteSpan(r)};
-  gt.bias = prepare::Matrix{GgmlType::F32, n_exp, 1, ByteSpan(b)};
-  prepare::ExpertTensors sh;
+  gt.bias = format::Matrix{GgmlType::F32, n_exp, 1, ByteSpan(b)};
+  format::ExpertTensors sh;
   sh.proj[0] = {GgmlType::F32, n_embd, n_ff, ByteSpan(g)};
   sh.proj[1] = {GgmlType::F32, n_embd, n_ff, ByteSpan(u)};
   sh.proj[2] = {GgmlType::F32, n_ff, n_embd, ByteSpan(d)};
   gt.shared = sh;
-  gt.shared_gate = prepare::Matrix{GgmlType::F32, n_embd, 1, ByteSpan(sg)};
+  gt.shared_gate = format::Matrix{GgmlType::F32, n_embd, 1, ByteSpan(sg)};
   gt.n_expert_used = 2;
-  auto img = prepare::EncodeGateGguf({"qwen35moe", "fuzz-model", 1, 0, "f32"}, gt);
+  auto img = format::EncodeGateGguf({"qwen35moe", "fuzz-model", 1, 0, "f32"}, gt);
   if (!img) std::exit(1);
   Write("expert_loader_fuzz", "gate_shared.gguf", ByteSpan(*img));
-  prepare::GateTensors bare;
+  format::GateTensors bare;
   bare.router = gt.router;
-  img = prepare::EncodeGateGguf({"qwen35moe", "fuzz-model", 0, 0, "f32"}, bare);
+  img = format::EncodeGateGguf({"qwen35moe", "fuzz-model", 0, 0, "f32"}, bare);
   if (!img) std::exit(1);
   Write("expert_loader_fuzz", "gate_router_only.gguf", ByteSpan(*img));
 }

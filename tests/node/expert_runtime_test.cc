@@ -11,7 +11,7 @@
 #include "core/file.h"
 #include "format/safetensors_reader.h"
 #include "node/runtime_service.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::node {
@@ -101,12 +101,12 @@ TEST(ExpertRuntimeTest, CatalogShapeIsEnforcedAndErrorsChangeNothing) {
   {
     auto f = format::Checkpoint::Open(DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf"));
     ASSERT_TRUE(f);
-    prepare::ExpertTensors t;
+    format::ExpertTensors t;
     for (int p = 0; p < 3; ++p) {
       auto s = (*f)->Expert(0, 5, static_cast<format::Projection>(p));
       t.proj[p] = {s->type, s->row_len, s->rows, s->bytes};
     }
-    other = *prepare::EncodeExpertGguf({"qwen35moe", kModel, 0, 5, "q4_k_m"}, t);
+    other = *format::EncodeExpertGguf({"qwen35moe", kModel, 0, 5, "q4_k_m"}, t);
   }
   ASSERT_TRUE(WriteFileAtomic(r.tmp.Join("e5.gguf"), ByteSpan(other)));
   auto e2 = r.rt->LoadExpert(kModel, 0, 3, {r.tmp.Join("e5.gguf"), ""});

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "blob/blob_uri.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::prepare {
@@ -61,16 +61,16 @@ void CheckPrepared(const std::string& ckpt, const std::string& quant, int layer,
     auto b = (*store)->Get(*hash);
     ASSERT_TRUE(b) << b.error().ToString();
     EXPECT_EQ(b->size, ex["bytes"].get<uint64_t>());
-    auto dec = DecodeExpertGguf(b->bytes(), b->data, "blob");
+    auto dec = format::DecodeExpertGguf(b->bytes(), b->data, "blob");
     ASSERT_TRUE(dec) << dec.error().ToString();
-    EXPECT_EQ(dec->kind, kKindExpert);
+    EXPECT_EQ(dec->kind, format::kKindExpert);
     EXPECT_EQ(dec->id.layer, layer);
     EXPECT_EQ(dec->id.expert, e);
     EXPECT_EQ(dec->id.architecture, "qwen35moe");
     const json& entry = SliceEntry(slices, layer, e);
     for (format::Projection p : format::kProjections) {
       std::string pname(format::ProjectionName(p));
-      const Matrix& m = dec->expert.proj[static_cast<int>(p)];
+      const format::Matrix& m = dec->expert.proj[static_cast<int>(p)];
       Expected want = expected(entry[pname]);
       EXPECT_EQ(testing::Sha256Hex(m.bytes), want.sha)
           << ckpt << " " << quant << " layer " << layer << " expert " << e << " " << pname;
@@ -126,9 +126,9 @@ TEST(Prepare, GateBlobCarriesRouterAndSharedExpert) {
   ASSERT_TRUE(hash);
   auto b = (*store)->Get(*hash);
   ASSERT_TRUE(b);
-  auto dec = DecodeExpertGguf(b->bytes(), b->data, "gate");
+  auto dec = format::DecodeExpertGguf(b->bytes(), b->data, "gate");
   ASSERT_TRUE(dec) << dec.error().ToString();
-  EXPECT_EQ(dec->kind, kKindGate);
+  EXPECT_EQ(dec->kind, format::kKindGate);
   EXPECT_EQ(dec->gate.router.row_len, 256);
   EXPECT_EQ(dec->gate.router.rows, 8);
   EXPECT_EQ(dec->gate.n_expert_used, 2);

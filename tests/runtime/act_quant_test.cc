@@ -109,8 +109,27 @@ TEST(ActQuantTest, NonFiniteAndZeroGroupsQuantizeToZero) {
   EXPECT_FLOAT_EQ(q.group_base(0)[2], 2.0f / 2032.0f);
 }
 
-TEST(ActQuantTest, ScalarAndAvx2StepsAreBitIdentical) {
-  if (!GetCpuFeatures().HasAvx2Set()) GTEST_SKIP() << "no AVX2";
+// The SIMD steps of this build's family (act_quant_internal.h).
+struct SimdSteps {
+  const char* name;
+  bool supported;
+  float (*amax)(const float*);
+  void (*quantize)(const float*, float, int8_t*, int[2]);
+};
+
+SimdSteps GetSimdSteps() {
+#if defined(__x86_64__)
+  return {"avx2", GetCpuFeatures().HasAvx2Set(), avx2::BlockAmax, avx2::QuantizeBlock};
+#elif defined(__aarch64__)
+  return {"neon", GetCpuFeatures().HasNeonSet(), neon::BlockAmax, neon::QuantizeBlock};
+#else
+  return {"none", false, nullptr, nullptr};
+#endif
+}
+
+TEST(ActQuantTest, ScalarAndSimdStepsAreBitIdentical) {
+  const SimdSteps simd = GetSimdSteps();
+  if (!simd.supported) GTEST_SKIP() << "this CPU cannot run the " << simd.name << " steps";
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> special(0, 40);
@@ -124,13 +143,13 @@ TEST(ActQuantTest, ScalarAndAvx2StepsAreBitIdentical) {
       v = s < 10 ? specials[s] : normal(rng) * std::pow(10.0f, static_cast<float>(trial % 7 - 3));
     }
     const float ids[] = {0.0f, 1.0f, 127.0f / 3.0f, 1e-3f, 1e20f, std::ldexp(1.0f, trial % 40 - 20)};
-    const float a0 = scalar::BlockAmax(x), a1 = avx2::BlockAmax(x);
+    const float a0 = scalar::BlockAmax(x), a1 = simd.amax(x);
     ASSERT_EQ(0, std::memcmp(&a0, &a1, 4)) << trial;
     for (float id : ids) {
       int8_t q0[32], q1[32];
       int s0[2], s1[2];
       scalar::QuantizeBlock(x, id, q0, s0);
-      avx2::QuantizeBlock(x, id, q1, s1);
+      simd.quantize(x, id, q1, s1);
       ASSERT_EQ(0, std::memcmp(q0, q1, 32)) << trial << " id " << id;
       ASSERT_EQ(s0[0], s1[0]);
       ASSERT_EQ(s0[1], s1[1]);

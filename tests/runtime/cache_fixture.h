@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "format/checkpoint.h"
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 #include "runtime/expert_loader.h"
 #include "testutil/testutil.h"
 
@@ -29,11 +29,11 @@ inline Bytes SyntheticExpert(const std::string& model, int layer, int expert, fl
   auto span = [](const std::vector<float>& v) {
     return ByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4);
   };
-  prepare::ExpertTensors t;
+  format::ExpertTensors t;
   t.proj[0] = {quant::GgmlType::F32, n_embd, n_ff, span(g)};
   t.proj[1] = {quant::GgmlType::F32, n_embd, n_ff, span(u)};
   t.proj[2] = {quant::GgmlType::F32, n_ff, n_embd, span(d)};
-  auto img = prepare::EncodeExpertGguf({"test", model, layer, expert, "f32"}, t);
+  auto img = format::EncodeExpertGguf({"test", model, layer, expert, "f32"}, t);
   EXPECT_TRUE(img) << img.error().ToString();
   return img ? *img : Bytes{};
 }
@@ -44,7 +44,7 @@ inline float FirstGate(const ExpertWeights& w) {
   return f;
 }
 
-inline prepare::Matrix FromSlab(const format::ExpertSlab& s) { return {s.type, s.row_len, s.rows, s.bytes}; }
+inline format::Matrix FromSlab(const format::ExpertSlab& s) { return {s.type, s.row_len, s.rows, s.bytes}; }
 
 // The tiny fixture checkpoint (kept open: images borrow nothing from it).
 struct TinyModel {
@@ -58,25 +58,25 @@ struct TinyModel {
   }
 
   Bytes Expert(int layer, int e) const {
-    prepare::ExpertTensors t;
+    format::ExpertTensors t;
     for (int p = 0; p < 3; ++p)
       t.proj[p] = FromSlab(*ck->Expert(layer, e, static_cast<format::Projection>(p)));
-    auto img = prepare::EncodeExpertGguf({"qwen35moe", kModel, layer, e, "q4_k_m"}, t);
+    auto img = format::EncodeExpertGguf({"qwen35moe", kModel, layer, e, "q4_k_m"}, t);
     EXPECT_TRUE(img) << img.error().ToString();
     return img ? *img : Bytes{};
   }
 
   Bytes Gate(int layer) const {
-    prepare::GateTensors g;
+    format::GateTensors g;
     auto r = ck->Router(layer);
     g.router = {r->type, r->ne[0], r->ne[1], r->bytes};
-    prepare::ExpertTensors sh;
+    format::ExpertTensors sh;
     for (int p = 0; p < 3; ++p) sh.proj[p] = FromSlab(*ck->SharedExpert(layer, static_cast<format::Projection>(p)));
     g.shared = sh;
     auto sg = ck->SharedExpertGate(layer);
-    g.shared_gate = prepare::Matrix{sg->type, sg->ne[0], 1, sg->bytes};
+    g.shared_gate = format::Matrix{sg->type, sg->ne[0], 1, sg->bytes};
     g.n_expert_used = 2;
-    auto img = prepare::EncodeGateGguf({"qwen35moe", kModel, layer, 0, "q4_k_m"}, g);
+    auto img = format::EncodeGateGguf({"qwen35moe", kModel, layer, 0, "q4_k_m"}, g);
     EXPECT_TRUE(img) << img.error().ToString();
     return img ? *img : Bytes{};
   }

@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/cpu.h"
 #include "core/thread_pool.h"
 #include "quant/types.h"
 #include "runtime/act_quant.h"
@@ -30,6 +35,17 @@ const Case kCases[] = {
 };
 const int kBatches[] = {1, 3, 7, 64, 65};
 constexpr int64_t kRows = 37;
+
+// The SIMD ISAs of this build's family (kernels.h); the tests below run each
+// one the CPU supports and skip, by name, those it lacks (under qemu,
+// scripts/test-arm64 picks CPU models so that each aarch64 ISA runs once).
+#if defined(__x86_64__)
+const KernelIsa kSimdIsas[] = {KernelIsa::kAvx2, KernelIsa::kAvx512};
+#elif defined(__aarch64__)
+const KernelIsa kSimdIsas[] = {KernelIsa::kNeon, KernelIsa::kDotprod, KernelIsa::kI8mm};
+#else
+const KernelIsa kSimdIsas[] = {KernelIsa::kScalar};
+#endif
 
 std::vector<float> Dequantize(const WeightMatrix& w) {
   std::vector<float> out(w.rows * w.row_len);
@@ -88,7 +104,8 @@ TEST_P(MatMulTest, MatchesDequantizedReference) {
     const std::vector<float> xk = ActsSeenByKernel(c.type, x, n_tok, c.row_len);
     const std::vector<double> ref = Reference(wf, xk, kRows, c.row_len, n_tok);
     const std::vector<double> ref_exact = Reference(wf, x, kRows, c.row_len, n_tok);
-    for (KernelIsa isa : {KernelIsa::kScalar, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+    for (KernelIsa isa : {KernelIsa::kScalar, KernelIsa::kAvx2, KernelIsa::kAvx512, KernelIsa::kNeon,
+                          KernelIsa::kDotprod, KernelIsa::kI8mm}) {
       if (!KernelIsaSupported(isa)) continue;
       SCOPED_TRACE(KernelIsaName(isa));
       std::vector<float> y(n_tok * kRows, NAN);
@@ -100,15 +117,17 @@ TEST_P(MatMulTest, MatchesDequantizedReference) {
   }
 }
 
-TEST_P(MatMulTest, SimdMatchesScalar) {
-  if (!KernelIsaSupported(KernelIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
-  const Case c = GetParam();
+class MatMulSimdTest : public ::testing::TestWithParam<std::tuple<Case, KernelIsa>> {};
+
+TEST_P(MatMulSimdTest, SimdMatchesScalar) {
+  const auto [c, isa] = GetParam();
+  if (!KernelIsaSupported(isa)) GTEST_SKIP() << "this CPU cannot run " << KernelIsaName(isa) << " kernels";
   const WeightMatrix w = testing::RandomMatrix(c.type, kRows, c.row_len, 77);
   for (int n_tok : kBatches) {
     const std::vector<float> x = testing::RandomActs(n_tok * c.row_len, 5 + n_tok);
     std::vector<float> ys(n_tok * kRows), yv(n_tok * kRows);
     ASSERT_TRUE(MatMulIsa(KernelIsa::kScalar, w, x.data(), n_tok, ys.data()));
-    ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, w, x.data(), n_tok, yv.data()));
+    ASSERT_TRUE(MatMulIsa(isa, w, x.data(), n_tok, yv.data()));
     std::vector<double> ref(ys.begin(), ys.end());
     EXPECT_LT(MaxRelErr(yv, ref), 2e-5) << quant::TypeName(c.type) << " n_tok " << n_tok;
   }
@@ -150,9 +169,12 @@ TEST_P(MatMulTest, BatchEqualsSingleTokens) {
 // mins, Q6_K's -32 x -128 corner) against activations that all quantize to
 // +-127 with the largest multiplier: the integer sums reach ~2^31 and must
 // still come out exact, in the row kernel and the tile kernel alike
-// (AVX-512: matmul_isa_test.cc).
-TEST(MatMulExtremesTest, SaturatedKQuantBlocksStayExact) {
-  if (!KernelIsaSupported(KernelIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
+// (AVX-512 against AVX2 bit for bit: matmul_isa_test.cc).
+class MatMulExtremesTest : public ::testing::TestWithParam<KernelIsa> {};
+
+TEST_P(MatMulExtremesTest, SaturatedKQuantBlocksStayExact) {
+  const KernelIsa isa = GetParam();
+  if (!KernelIsaSupported(isa)) GTEST_SKIP() << "this CPU cannot run " << KernelIsaName(isa) << " kernels";
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const int64_t n = 512, rows = 5;
     const WeightMatrix w = testing::SaturatedKQuantMatrix(type, rows, n);
@@ -161,10 +183,10 @@ TEST(MatMulExtremesTest, SaturatedKQuantBlocksStayExact) {
       std::vector<float> x(n_tok * n, sign);
       std::vector<float> ys(n_tok * rows), yv(n_tok * rows), y1(rows);
       ASSERT_TRUE(MatMulIsa(KernelIsa::kScalar, w, x.data(), n_tok, ys.data()));
-      ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, w, x.data(), n_tok, yv.data()));
+      ASSERT_TRUE(MatMulIsa(isa, w, x.data(), n_tok, yv.data()));
       for (size_t i = 0; i < ys.size(); ++i)
         ASSERT_NEAR(yv[i], ys[i], 1e-6 * std::fabs(ys[i])) << quant::TypeName(type) << " " << i;
-      ASSERT_TRUE(MatMulIsa(KernelIsa::kAvx2, w, x.data(), 1, y1.data()));
+      ASSERT_TRUE(MatMulIsa(isa, w, x.data(), 1, y1.data()));
       EXPECT_EQ(0, std::memcmp(y1.data(), yv.data(), rows * 4)) << quant::TypeName(type);
     }
   }
@@ -173,6 +195,25 @@ TEST(MatMulExtremesTest, SaturatedKQuantBlocksStayExact) {
 INSTANTIATE_TEST_SUITE_P(Types, MatMulTest, ::testing::ValuesIn(kCases), [](const auto& info) {
   return fmt::format("{}_{}", quant::TypeName(info.param.type), info.param.row_len);
 });
+INSTANTIATE_TEST_SUITE_P(TypesIsas, MatMulSimdTest, ::testing::Combine(::testing::ValuesIn(kCases), ::testing::ValuesIn(kSimdIsas)),
+                         [](const auto& info) {
+                           const Case c = std::get<0>(info.param);
+                           return fmt::format("{}_{}_{}", quant::TypeName(c.type), c.row_len,
+                                              KernelIsaName(std::get<1>(info.param)));
+                         });
+INSTANTIATE_TEST_SUITE_P(Isas, MatMulExtremesTest, ::testing::ValuesIn(kSimdIsas),
+                         [](const auto& info) { return std::string(KernelIsaName(info.param)); });
+
+// Prints what this CPU reports and the ISA MatMul uses (scripts/test-arm64
+// shows it for each emulated CPU model).
+TEST(KernelIsaTest, ReportsTheIsaInUse) {
+  const KernelIsa best = BestKernelIsa();
+  std::printf("runtime ISA: %s (cpu: %s)\n", KernelIsaName(best), GetCpuFeatures().ToString().c_str());
+  EXPECT_TRUE(KernelIsaSupported(best));
+  if (std::getenv("TENZRO_RUNTIME_ISA") != nullptr) return;  // lowered on purpose
+  for (KernelIsa isa : kSimdIsas)
+    if (KernelIsaSupported(isa)) EXPECT_GE(static_cast<int>(best), static_cast<int>(isa)) << KernelIsaName(isa);
+}
 
 TEST(WeightMatrixTest, ValidatesShapeAndSize) {
   Bytes b(144 * 2);

@@ -1,4 +1,4 @@
-// tenzro prepare: the expert mini-GGUF (docs/formats/expert-gguf.md).
+// tenzro format: the expert mini-GGUF (docs/formats/expert-gguf.md).
 //
 // Encodes one expert (gate/up/down projections) or one layer's gate (router,
 // optional selection bias, optional shared expert and its sigmoid gate) as a
@@ -20,7 +20,7 @@
 #include "format/gguf_reader.h"
 #include "quant/types.h"
 
-namespace tenzro::prepare {
+namespace tenzro::format {
 
 inline constexpr uint32_t kExpertGgufVersion = 1;
 inline constexpr const char* kKindExpert = "tenzro.expert";
@@ -72,11 +72,11 @@ struct DecodedExpertFile {
   ExpertTensors expert;            // kind == expert
   GateTensors gate;                // kind == gate
   std::shared_ptr<const void> owner;  // keeps the bytes alive
-  std::unique_ptr<format::GgufFile> file;
+  std::unique_ptr<GgufFile> file;
 };
 
 // Decodes `data` (kept alive by `owner`, may be null if the caller keeps it).
 // kCorruption for malformed files; kUnsupported for a newer format_version.
 Result<DecodedExpertFile> DecodeExpertGguf(ByteSpan data, std::shared_ptr<const void> owner, std::string name);
 
-}  // namespace tenzro::prepare
+}  // namespace tenzro::format

@@ -1,13 +1,10 @@
-#include "prepare/expert_gguf.h"
+#include "format/expert_gguf.h"
 
 #include "format/gguf_writer.h"
 
-namespace tenzro::prepare {
+namespace tenzro::format {
 namespace {
 
-using format::GgufValue;
-using format::GgufWriter;
-using format::Projection;
 
 constexpr const char* kExpertNames[3] = {"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
 constexpr const char* kShexpNames[3] = {"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"};
@@ -45,7 +42,7 @@ Result<void> AddFfn(GgufWriter& w, const ExpertTensors& t, const char* const nam
 
 // --- decoding helpers ---
 
-Result<int64_t> GetU(const format::GgufFile& f, std::string_view key, std::string_view name) {
+Result<int64_t> GetU(const GgufFile& f, std::string_view key, std::string_view name) {
   const GgufValue* v = f.Find(key);
   if (!v || !v->AsInt()) return Error::Corruption("{}: missing integer key {}", name, key);
   int64_t x = *v->AsInt();
@@ -53,7 +50,7 @@ Result<int64_t> GetU(const format::GgufFile& f, std::string_view key, std::strin
   return x;
 }
 
-Result<std::string> GetS(const format::GgufFile& f, std::string_view key, std::string_view name) {
+Result<std::string> GetS(const GgufFile& f, std::string_view key, std::string_view name) {
   const GgufValue* v = f.Find(key);
   if (!v || !v->AsString()) return Error::Corruption("{}: missing string key {}", name, key);
   return *v->AsString();
@@ -61,9 +58,9 @@ Result<std::string> GetS(const format::GgufFile& f, std::string_view key, std::s
 
 // Reads tensor `tname` as a matrix of `rows` x `row_len` (rows == 1 accepts a
 // 1-D tensor of row_len values).
-Result<Matrix> GetMatrix(const format::GgufFile& f, const char* tname, int64_t row_len, int64_t rows,
+Result<Matrix> GetMatrix(const GgufFile& f, const char* tname, int64_t row_len, int64_t rows,
                          std::string_view name) {
-  const format::GgufTensorInfo* t = f.FindTensor(tname);
+  const GgufTensorInfo* t = f.FindTensor(tname);
   if (!t) return Error::Corruption("{}: missing tensor {}", name, tname);
   int64_t got_rows = t->ne.size() >= 2 ? t->ne[1] : 1;
   for (size_t i = 2; i < t->ne.size(); ++i)
@@ -77,7 +74,7 @@ Result<Matrix> GetMatrix(const format::GgufFile& f, const char* tname, int64_t r
   return m;
 }
 
-Result<ExpertTensors> GetFfn(const format::GgufFile& f, const char* const names[3], int64_t n_embd, int64_t n_ff,
+Result<ExpertTensors> GetFfn(const GgufFile& f, const char* const names[3], int64_t n_embd, int64_t n_ff,
                              std::string_view name) {
   ExpertTensors t;
   TENZRO_TRY(t.proj[0], GetMatrix(f, names[0], n_embd, n_ff, name));
@@ -89,8 +86,8 @@ Result<ExpertTensors> GetFfn(const format::GgufFile& f, const char* const names[
 }  // namespace
 
 Result<void> ValidateExpertTensors(const ExpertTensors& t, std::string_view what) {
-  for (Projection p : format::kProjections)
-    TENZRO_CHECK_OK(ValidateMatrix(t.proj[static_cast<int>(p)], fmt::format("{} {}", what, format::ProjectionName(p))));
+  for (Projection p : kProjections)
+    TENZRO_CHECK_OK(ValidateMatrix(t.proj[static_cast<int>(p)], fmt::format("{} {}", what, ProjectionName(p))));
   const Matrix &g = t.proj[0], &u = t.proj[1], &d = t.proj[2];
   if (u.row_len != g.row_len || u.rows != g.rows)
     return Error::InvalidArgument("{}: up {}x{} differs from gate {}x{}", what, u.rows, u.row_len, g.rows, g.row_len);
@@ -145,8 +142,8 @@ Result<Bytes> EncodeGateGguf(const ExpertIdentity& id, const GateTensors& g) {
 Result<DecodedExpertFile> DecodeExpertGguf(ByteSpan data, std::shared_ptr<const void> owner, std::string name) {
   DecodedExpertFile out;
   out.owner = std::move(owner);
-  TENZRO_TRY(out.file, format::GgufFile::Parse(data, name));
-  const format::GgufFile& f = *out.file;
+  TENZRO_TRY(out.file, GgufFile::Parse(data, name));
+  const GgufFile& f = *out.file;
   TENZRO_TRY(out.kind, GetS(f, "general.type", name));
   if (out.kind != kKindExpert && out.kind != kKindGate)
     return Error::Corruption("{}: general.type is '{}', not a tenzro expert or gate file", name, out.kind);
@@ -190,4 +187,4 @@ Result<DecodedExpertFile> DecodeExpertGguf(ByteSpan data, std::shared_ptr<const 
   return out;
 }
 
-}  // namespace tenzro::prepare
+}  // namespace tenzro::format
