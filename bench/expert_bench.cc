@@ -75,13 +75,20 @@ const ExpertWeights& Expert(int f) {
   return it->second;
 }
 
+// The helpers' poll before sleeping: the compute pools' setting, or
+// TENZRO_BENCH_SPIN_US (0: sleep at once) for a same-binary A/B.
+std::chrono::microseconds PoolSpin() {
+  if (const char* v = std::getenv("TENZRO_BENCH_SPIN_US")) return std::chrono::microseconds(std::atoi(v));
+  return kComputePoolSpin;
+}
+
 void BM_ExpertFfn(benchmark::State& state) {
   const int f = static_cast<int>(state.range(0));
   const int n_tok = static_cast<int>(state.range(1));
   const int threads = static_cast<int>(state.range(2));
   const ExpertWeights& e = Expert(f);
   std::unique_ptr<tenzro::ThreadPool> pool;
-  if (threads > 1) pool = std::make_unique<tenzro::ThreadPool>(threads - 1, "bench", kComputePoolSpin);
+  if (threads > 1) pool = std::make_unique<tenzro::ThreadPool>(threads - 1, "bench", PoolSpin());
   const auto x = testing::RandomActs(n_tok * kEmbd, 7);
   std::vector<float> y(n_tok * kEmbd);
   for (auto _ : state) {
