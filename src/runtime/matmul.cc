@@ -60,6 +60,8 @@ const char* KernelIsaName(KernelIsa isa) {
   return "?";
 }
 
+std::span<const KernelIsa> KernelIsaFamily() { return kFamily; }
+
 bool KernelIsaSupported(KernelIsa isa) {
   const CpuFeatures& f = GetCpuFeatures();
   switch (isa) {

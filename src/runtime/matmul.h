@@ -14,6 +14,8 @@
 // concurrently from several threads on the same W.
 #pragma once
 
+#include <span>
+
 #include "core/result.h"
 #include "core/thread_pool.h"
 #include "runtime/act_quant.h"
@@ -28,6 +30,10 @@ namespace tenzro::runtime {
 // ignored).
 KernelIsa BestKernelIsa();
 bool KernelIsaSupported(KernelIsa isa);
+// The SIMD ISAs of this build's family, lowest first: x86-64 {avx2,
+// avx512}, aarch64 {neon, dotprod, i8mm}; {scalar} on other targets. Only
+// these are compiled in; the tests run each the CPU supports.
+std::span<const KernelIsa> KernelIsaFamily();
 const char* KernelIsaName(KernelIsa isa);
 
 // y = W · x. REQUIRES: x has n_tok*W.row_len floats, y room for n_tok*W.rows.

@@ -209,13 +209,7 @@ const GoldenCase kGolden[] = {
 constexpr uint64_t kRandomMatrixHash = 0x3e4b57dc5dcfb3dfull;
 constexpr uint64_t kRandomActsHash = 0xc630dd4a544804c2ull;
 
-#if defined(__x86_64__)
-const KernelIsa kSimdIsas[] = {KernelIsa::kAvx2, KernelIsa::kAvx512};
-#elif defined(__aarch64__)
-const KernelIsa kSimdIsas[] = {KernelIsa::kNeon, KernelIsa::kDotprod, KernelIsa::kI8mm};
-#else
-const KernelIsa kSimdIsas[] = {KernelIsa::kScalar};
-#endif
+const std::span<const KernelIsa> kSimdIsas = KernelIsaFamily();
 
 const char* EnumName(GgmlType t) {
   switch (t) {

@@ -36,16 +36,10 @@ const Case kCases[] = {
 const int kBatches[] = {1, 3, 7, 64, 65};
 constexpr int64_t kRows = 37;
 
-// The SIMD ISAs of this build's family (kernels.h); the tests below run each
+// The SIMD ISAs of this build's family (matmul.h); the tests below run each
 // one the CPU supports and skip, by name, those it lacks (under qemu,
 // scripts/test-arm64 picks CPU models so that each aarch64 ISA runs once).
-#if defined(__x86_64__)
-const KernelIsa kSimdIsas[] = {KernelIsa::kAvx2, KernelIsa::kAvx512};
-#elif defined(__aarch64__)
-const KernelIsa kSimdIsas[] = {KernelIsa::kNeon, KernelIsa::kDotprod, KernelIsa::kI8mm};
-#else
-const KernelIsa kSimdIsas[] = {KernelIsa::kScalar};
-#endif
+const std::span<const KernelIsa> kSimdIsas = KernelIsaFamily();
 
 std::vector<float> Dequantize(const WeightMatrix& w) {
   std::vector<float> out(w.rows * w.row_len);
@@ -211,8 +205,11 @@ TEST(KernelIsaTest, ReportsTheIsaInUse) {
   std::printf("runtime ISA: %s (cpu: %s)\n", KernelIsaName(best), GetCpuFeatures().ToString().c_str());
   EXPECT_TRUE(KernelIsaSupported(best));
   if (std::getenv("TENZRO_RUNTIME_ISA") != nullptr) return;  // lowered on purpose
-  for (KernelIsa isa : kSimdIsas)
-    if (KernelIsaSupported(isa)) EXPECT_GE(static_cast<int>(best), static_cast<int>(isa)) << KernelIsaName(isa);
+  for (KernelIsa isa : kSimdIsas) {
+    if (KernelIsaSupported(isa)) {
+      EXPECT_GE(static_cast<int>(best), static_cast<int>(isa)) << KernelIsaName(isa);
+    }
+  }
 }
 
 TEST(WeightMatrixTest, ValidatesShapeAndSize) {
