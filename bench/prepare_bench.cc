@@ -21,7 +21,7 @@
 #include "format/checkpoint.h"
 #include "net/router.h"
 #include "net/server.h"
-#include "node/blob_transfer.h"
+#include "transfer/http_blobs.h"
 #include "format/expert_gguf.h"
 #include "prepare/slicer.h"
 
@@ -144,7 +144,7 @@ struct FetchFixture {
     }
     store = std::move(*blob::BlobStore::Open(dir));
     hash = store->Put(data)->hash;
-    node::AddBlobRoutes(router, store);
+    transfer::AddBlobRoutes(router, store);
     server = std::make_unique<net::HttpServer>(ioc, &router, net::ServerOptions{});
     (void)server->Listen({"127.0.0.1", 0});
     loop = std::thread([this] { ioc.run_for(std::chrono::minutes(10)); });
@@ -160,7 +160,7 @@ void BM_HttpFetchVerified(benchmark::State& state) {
   FetchFixture f;
   for (auto _ : state) {
     uint64_t got = 0;
-    auto r = node::FetchRangesHttp(f.hash, blob::ChunkRanges::All(), f.server->endpoint(),
+    auto r = transfer::FetchRangesHttp(f.hash, blob::ChunkRanges::All(), f.server->endpoint(),
                                    [&](uint64_t, ByteSpan b) -> Result<void> {
                                      got += b.size();
                                      return Ok();

@@ -25,7 +25,7 @@
 #include "dispatch/executor.h"
 #include "net/router.h"
 #include "net/server.h"
-#include "node/blob_transfer.h"
+#include "transfer/http_blobs.h"
 #include "quic/exec_executor.h"
 #include "quic/iroh_blobs.h"
 #include "quic/rpc.h"
@@ -72,7 +72,7 @@ struct Holder {
     blob_hash = store->Put(data)->hash;
     auto runner = std::make_shared<CopyRunner>();
     dispatch::AddExecRoute(router, &pool, runner, {});
-    node::AddBlobRoutes(router, store);
+    transfer::AddBlobRoutes(router, store);
     http = std::make_unique<net::HttpServer>(io, &router, net::ServerOptions{});
     if (!http->Listen({"127.0.0.1", 0})) std::abort();
     quic = std::move(*quic::Endpoint::Create(io, id, {"127.0.0.1", 0}));
@@ -179,7 +179,7 @@ void BM_BlobFetch(benchmark::State& state) {
     };
     Result<std::optional<uint64_t>> r =
         use_quic ? quic::FetchRangesQuic(TheClient(), h.quic_peer(), h.blob_hash, blob::ChunkRanges::All(), sink)
-                 : node::FetchRangesHttp(h.blob_hash, blob::ChunkRanges::All(), h.http->endpoint(), sink);
+                 : transfer::FetchRangesHttp(h.blob_hash, blob::ChunkRanges::All(), h.http->endpoint(), sink);
     if (!r || got != kBlobBytes) {
       state.SkipWithError(r ? "short fetch" : r.error().ToString().c_str());
       break;

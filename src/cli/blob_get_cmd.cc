@@ -1,7 +1,7 @@
 // tenzro blob get: fetch a blob from a peer, verified as it arrives, into the
-// local store and optionally a file: over QUIC (iroh-blobs, quic/iroh_blobs.h)
-// when the URI names a provider (?node=<id>&addr=<ip:port>, docs/formats/quic.md),
-// else over HTTP (node/blob_transfer.h) from --from or ?http=.
+// local store and optionally a file, through the transfer module's fetchers:
+// HTTP from --from; else QUIC (iroh-blobs) when the URI names a provider
+// (?node=<id>&addr=<ip:port>, docs/formats/quic.md); else HTTP from ?http=.
 #include <chrono>
 
 #include <fmt/core.h>
@@ -12,8 +12,10 @@
 #include "blob/blob_uri.h"
 #include "cli/command.h"
 #include "core/file.h"
-#include "node/blob_transfer.h"
-#include "quic/iroh_blobs.h"
+#include "transfer/http_blobs.h"
+#include "quic/client.h"
+#include "transfer/http_fetcher.h"
+#include "transfer/quic_fetcher.h"
 #include "swarm/identity.h"
 
 namespace tenzro::cli {
@@ -24,73 +26,64 @@ struct GetArgs {
   bool json_out = false;
 };
 
-// The provider named in the URI, over QUIC with a throwaway identity.
-Result<void> GetOverQuic(const blob::BlobUri& uri, const GetArgs& a, blob::BlobStore& store, nlohmann::json& report) {
-  TENZRO_TRY(net::Endpoint addr, net::ParseEndpoint(uri.Param("addr")));
-  quic::PeerAddr peer{uri.Param("node"), addr};
-  TENZRO_TRY(auto client, quic::QuicClient::Start(swarm::Identity::Generate()));
-  report["peer"] = peer.node_id.substr(0, 16) + "@" + addr.HostPort();
-  report["transport"] = "quic";
-  if (!a.ranges.empty() && a.ranges != "all") {
-    TENZRO_TRY(blob::ChunkRanges ranges, blob::ChunkRanges::Parse(a.ranges));
-    std::unique_ptr<AtomicFileWriter> w;
-    if (!a.out.empty()) {
-      TENZRO_TRY(w, AtomicFileWriter::Create(a.out));
-    }
-    uint64_t got = 0;
-    TENZRO_TRY(auto size, quic::FetchRangesQuic(*client, peer, uri.hash, ranges, [&](uint64_t, ByteSpan data) -> Result<void> {
-      got += data.size();
-      return w ? w->Append(data) : Ok();
-    }));
-    if (w) TENZRO_CHECK_OK(w->Commit());
-    report["verified_bytes"] = got;
-    report["ranges"] = ranges.ToString();
-    if (size) report["size"] = *size;
-    return Ok();
-  }
-  TENZRO_TRY(blob::BlobInfo info, quic::FetchBlobQuic(*client, peer, store, uri.hash));
-  report["size"] = info.size;
-  if (!a.out.empty()) {
-    TENZRO_TRY(blob::Blob b, store.Get(uri.hash));
-    TENZRO_CHECK_OK(WriteFileAtomic(a.out, b.bytes()));
-    report["output"] = a.out;
-  }
-  return Ok();
+// The source a get reads from: --from (HTTP), else the QUIC provider the URI
+// names (?node=&addr=), else the URI's http=; nullopt when none is named.
+std::optional<transfer::BlobSource> SourceOf(const blob::BlobUri& uri, const GetArgs& a) {
+  if (!a.from.empty()) return transfer::BlobSource{"http", a.from, ""};
+  if (!uri.Param("node").empty() && !uri.Param("addr").empty())
+    return transfer::BlobSource{"quic", uri.Param("addr"), uri.Param("node")};
+  if (!uri.Param("http").empty()) return transfer::BlobSource{"http", uri.Param("http"), ""};
+  return std::nullopt;
+}
+
+// The fetcher for `src`: HTTP, or QUIC over a throwaway identity (`client`
+// keeps its endpoint).
+Result<std::unique_ptr<transfer::BlobFetcher>> FetcherFor(const transfer::BlobSource& src,
+                                                          std::unique_ptr<quic::QuicClient>& client) {
+  if (src.kind == "http") return std::unique_ptr<transfer::BlobFetcher>(std::make_unique<transfer::HttpBlobFetcher>());
+  TENZRO_TRY(client, quic::QuicClient::Start(swarm::Identity::Generate()));
+  return std::unique_ptr<transfer::BlobFetcher>(std::make_unique<transfer::QuicBlobFetcher>(client.get()));
 }
 
 Result<void> RunGet(Globals& g, const GetArgs& a) {
   TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(a.uri.rfind("tenzro://", 0) == 0 ? a.uri : "tenzro://blob/" + a.uri));
   TENZRO_TRY(auto store, blob::BlobStore::Open(DataDir(g) + "/blobs"));
-  std::string from = !a.from.empty() ? a.from : uri.Param("http");
   auto t0 = std::chrono::steady_clock::now();
   nlohmann::json report = {{"uri", blob::FormatBlobUri(uri.hash)}};
-  if (a.from.empty() && !uri.Param("node").empty() && !uri.Param("addr").empty()) {
-    TENZRO_CHECK_OK(GetOverQuic(uri, a, *store, report));
-  } else if (!a.ranges.empty() && a.ranges != "all") {
-    if (from.empty()) return Error::InvalidArgument("--ranges needs a peer: give --from URL");
-    TENZRO_TRY(net::Endpoint peer, net::ParseEndpoint(from));
+  const std::optional<transfer::BlobSource> src = SourceOf(uri, a);
+  std::unique_ptr<quic::QuicClient> client;
+  std::unique_ptr<transfer::BlobFetcher> fetcher;
+  if (src) {
+    TENZRO_TRY(fetcher, FetcherFor(*src, client));
+    if (src->kind == "quic") {
+      TENZRO_TRY(net::Endpoint addr, net::ParseEndpoint(src->address));
+      report["peer"] = src->node_id.substr(0, 16) + "@" + addr.HostPort();
+    } else {
+      TENZRO_TRY(net::Endpoint peer, net::ParseEndpoint(src->address));
+      report["peer"] = peer.HostPort();
+    }
+    report["transport"] = src->kind;
+  }
+  if (!a.ranges.empty() && a.ranges != "all") {
+    if (!src) return Error::InvalidArgument("--ranges needs a peer: give --from URL");
     TENZRO_TRY(blob::ChunkRanges ranges, blob::ChunkRanges::Parse(a.ranges));
     std::unique_ptr<AtomicFileWriter> w;
     if (!a.out.empty()) {
       TENZRO_TRY(w, AtomicFileWriter::Create(a.out));
     }
     uint64_t got = 0;
-    TENZRO_TRY(auto size, node::FetchRangesHttp(uri.hash, ranges, peer, [&](uint64_t off, ByteSpan data) -> Result<void> {
+    TENZRO_TRY(auto size, fetcher->FetchRanges(uri.hash, ranges, *src, [&](uint64_t, ByteSpan data) -> Result<void> {
       got += data.size();
-      (void)off;
       return w ? w->Append(data) : Ok();
     }));
     if (w) TENZRO_CHECK_OK(w->Commit());
     report["verified_bytes"] = got;
     report["ranges"] = ranges.ToString();
     if (size) report["size"] = *size;
-    report["peer"] = peer.HostPort();
   } else {
     blob::BlobInfo info;
-    if (!from.empty()) {
-      TENZRO_TRY(net::Endpoint peer, net::ParseEndpoint(from));
-      TENZRO_TRY(info, node::FetchBlobHttp(*store, uri.hash, peer));
-      report["peer"] = peer.HostPort();
+    if (src) {
+      TENZRO_TRY(info, fetcher->Fetch(*store, uri.hash, *src));
     } else {
       auto have = store->Get(uri.hash);
       if (!have)

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/node_client.h"
 #include "core/file.h"
+#include "node/compose.h"
 #include "node/node.h"
 #include "node/node_config.h"
 
@@ -32,7 +33,7 @@ Result<void> RunNode(CLI::App& root, Globals& g, const RunFlags& f) {
   if (root.get_option("--log-level")->count() > 0) TENZRO_CHECK_OK(node::ApplyConfigValue(cfg, "log_level", g.log_level));
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%t] %v");
-  TENZRO_TRY(auto n, node::Node::Create(cfg));
+  TENZRO_TRY(auto n, node::CreateNode(cfg));
   std::printf("tenzro node running: http %s admin %s data dir %s\n", n->http_endpoint().Url().c_str(),
               n->admin_endpoint().Url().c_str(), cfg.data_dir.c_str());
   std::fflush(stdout);

@@ -11,9 +11,6 @@
 #include "net/json_http.h"
 #include "node/node.h"
 #include "node/node_metrics.h"
-#include "node/quic_service.h"
-#include "node/runtime_service.h"
-#include "node/swarm_service.h"
 
 namespace tenzro::node {
 namespace {
@@ -52,11 +49,12 @@ json RuntimeJson(const json& status) {
 }
 
 // Loop thread: everything but the shard map, which the caller adds.
-json BaseState(Node& node, std::shared_ptr<ExpertRuntime> rt, std::shared_ptr<swarm::SwarmAgent> agent,
-               const std::optional<std::string>& wanted) {
+json BaseState(Node& node, const DashboardParts& parts, const std::optional<std::string>& wanted) {
+  holder::ExpertRuntime* rt = parts.runtime.get();
+  swarm::SwarmAgent* agent = parts.agent.get();
   json nodej = {{"version", std::string(NodeVersion())}, {"http", node.http_endpoint().Url()}};
   if (agent) nodej["node_id"] = agent->node_id();
-  if (auto q = NodeQuicAddress(node)) nodej["quic"] = *q;
+  if (parts.quic_address) nodej["quic"] = *parts.quic_address;
   json status = rt ? rt->Status() : json::object();
   std::vector<std::string> models;
   auto add = [&](const std::string& m) {
@@ -89,9 +87,7 @@ net::Response HtmlResponse() {
 
 }  // namespace
 
-Result<void> AddDashboardService(Node& node) {
-  std::shared_ptr<ExpertRuntime> rt;
-  if (auto r = NodeExpertRuntime(node)) rt = *r;
+Result<void> AddDashboardService(Node& node, DashboardParts parts) {
   Node* n = &node;
   // "/" is a prefix pattern (net/router.h): only the root itself is the page.
   node.public_router().Add("GET", "/", [](const net::Request& req) {
@@ -100,15 +96,15 @@ Result<void> AddDashboardService(Node& node) {
     return HtmlResponse();
   });
   node.public_router().Add("GET", "/index.html", [](const net::Request&) { return HtmlResponse(); });
-  node.public_router().AddAsync("GET", "/v1/dashboard/state", [n, rt](std::shared_ptr<const net::Request> req,
-                                                                     net::Responder responder) {
-    std::shared_ptr<swarm::SwarmAgent> agent = NodeSwarmIfRunning(*n);
+  node.public_router().AddAsync("GET", "/v1/dashboard/state", [n, parts](std::shared_ptr<const net::Request> req,
+                                                                        net::Responder responder) {
+    swarm::SwarmAgent* agent = parts.agent.get();
     auto model = req->QueryParam("model");
     if (model && model->size() > 200) {
       responder.Send(net::ErrorResponse(Error::InvalidArgument("query parameter 'model' is over 200 bytes")));
       return;
     }
-    auto state = std::make_shared<json>(BaseState(*n, rt, agent, model));
+    auto state = std::make_shared<json>(BaseState(*n, parts, model));
     if (!agent || !(*state)["model"].is_string()) {
       (*state)["shard_map_error"] = agent ? "no model known yet" : "the swarm service is not running";
       responder.Send(net::JsonResponse(*state));

@@ -22,9 +22,14 @@
 // exactly what the admin API shows, minus file paths and tokens.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/result.h"
+#include "holder/expert_runtime.h"
+#include "swarm/agent.h"
 
 namespace tenzro::node {
 
@@ -34,6 +39,15 @@ class Node;
 std::string_view DashboardHtml();
 
 // Registers GET / and GET /v1/dashboard/state on the node's public router.
-Result<void> AddDashboardService(Node& node);
+// What the state shows: the runtime's experts and memory, the agent's node
+// id and models (and, through the admin route, its shard map), the QUIC
+// address. Any may be null / unset.
+struct DashboardParts {
+  std::shared_ptr<holder::ExpertRuntime> runtime;
+  std::shared_ptr<swarm::SwarmAgent> agent;
+  std::optional<std::string> quic_address;
+};
+
+Result<void> AddDashboardService(Node& node, DashboardParts parts);
 
 }  // namespace tenzro::node

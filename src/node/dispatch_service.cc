@@ -12,7 +12,6 @@
 #include "node/node_metrics.h"
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
-#include "node/swarm_service.h"
 #include "quic/exec_executor.h"
 
 namespace tenzro::node {
@@ -73,7 +72,7 @@ dispatch::SpotCheckOptions NodeSpotCheckOptions(const Node& node) {
 
 namespace {
 
-Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, const json& body,
+Result<json> ForwardDistributed(holder::ExpertRuntime& rt, dispatch::Dispatcher& d, const json& body,
                                 const dispatch::SpotCheckOptions& spot) {
   const auto t0 = Clock::now();
   TENZRO_TRY(ForwardRequest fr, ParseForwardRequest(body));
@@ -81,7 +80,7 @@ Result<json> ForwardDistributed(ExpertRuntime& rt, dispatch::Dispatcher& d, cons
   opt.spot_check = spot;
   if (fr.n_tokens > (1 << 20)) return Error::InvalidArgument("n_tokens {} is over 1048576", fr.n_tokens);
   const int n_tok = static_cast<int>(fr.n_tokens);
-  TENZRO_TRY(ExpertRuntime::GateOutput g, rt.GateOnly(fr.model, fr.layer, fr.d_model, fr.x.data(), n_tok));
+  TENZRO_TRY(holder::ExpertRuntime::GateOutput g, rt.GateOnly(fr.model, fr.layer, fr.d_model, fr.x.data(), n_tok));
   dispatch::ForwardInput in;
   in.model = g.model;
   in.layer = g.layer;
@@ -162,14 +161,11 @@ Result<json> PlanDispatch(dispatch::Dispatcher& d, const json& body) {
 
 }  // namespace
 
-Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node) {
-  static std::mutex mu;
-  static std::map<Node*, std::shared_ptr<dispatch::Dispatcher>> dispatchers;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = dispatchers.find(&node);
-  if (it != dispatchers.end()) return it->second;
-  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
-  TENZRO_TRY(std::shared_ptr<swarm::SwarmAgent> agent, NodeSwarm(node));
+std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder::ExpertRuntime> rt,
+                                                         std::shared_ptr<swarm::SwarmAgent> agent,
+                                                         std::shared_ptr<dispatch::ExpertRunner> runner,
+                                                         dispatch::ExecServeOptions exec_options,
+                                                         std::shared_ptr<QuicState> quic) {
   // HTTP URL of every holder the planner saw: the QUIC executor's fallback.
   struct HttpUrls {
     std::mutex mu;
@@ -198,14 +194,20 @@ Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node) {
         : LocalExecutor(*r, std::move(o)), runner(std::move(r)) {}
     std::shared_ptr<dispatch::ExpertRunner> runner;
   };
-  TENZRO_TRY(std::shared_ptr<dispatch::ExpertRunner> runner, NodeExpertRunner(node));
-  auto local = std::make_shared<LocalExec>(runner, NodeExecOptions(node));
+  auto local = std::make_shared<LocalExec>(std::move(runner), std::move(exec_options));
   auto http = std::make_shared<dispatch::HttpExecutor>();
   // QUIC for holders that advertise it (when this node runs an endpoint),
   // falling back to HTTP when the QUIC call itself fails.
+  // The executor keeps the node's QUIC state (endpoint and client) alive.
+  struct QuicExec : quic::QuicExecutor {
+    QuicExec(std::shared_ptr<QuicState> q, std::shared_ptr<dispatch::Executor> fallback,
+             std::function<std::string(const std::string&)> http_of)
+        : QuicExecutor(q->client.get(), std::move(fallback), std::move(http_of)), state(std::move(q)) {}
+    std::shared_ptr<QuicState> state;
+  };
   std::shared_ptr<dispatch::Executor> quic_exec;
-  if (quic::QuicClient* qc = NodeQuicClient(node)) {
-    quic_exec = std::make_shared<quic::QuicExecutor>(qc, http, [urls](const std::string& node_id) {
+  if (quic && quic->client) {
+    quic_exec = std::make_shared<QuicExec>(std::move(quic), http, [urls](const std::string& node_id) {
       std::lock_guard<std::mutex> lock(urls->mu);
       auto it = urls->by_node.find(node_id);
       return it == urls->by_node.end() ? std::string() : it->second;
@@ -214,12 +216,11 @@ Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node) {
   // Exec bytes per transport count into /metrics (node_metrics.h).
   auto d = std::make_shared<dispatch::Dispatcher>(std::move(s), CountingExecutor(local, "local"),
                                                   CountingExecutor(http, "http"), CountingExecutor(quic_exec, "quic"));
-  dispatchers[&node] = d;
   return d;
 }
 
-Result<void> AddDispatchService(Node& node) {
-  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+Result<void> AddDispatchService(Node& node, std::shared_ptr<holder::ExpertRuntime> rt,
+                                std::shared_ptr<dispatch::Dispatcher> d) {
   net::Router& r = node.admin_router();
   ThreadPool* pool = &node.pool();
   Node* n = &node;
@@ -231,24 +232,21 @@ Result<void> AddDispatchService(Node& node) {
   // on their own pool; exec on pool() never waits for a peer.
   auto forward_pool = std::make_shared<ThreadPool>(node.pool().size(), "forward");
   node.OnStop([forward_pool] { forward_pool->Shutdown(); });
-  r.AddOnPool("POST", "/v1/moe/forward-distributed", forward_pool.get(), [rt, n](const net::Request& http) {
+  r.AddOnPool("POST", "/v1/moe/forward-distributed", forward_pool.get(), [rt, d, n](const net::Request& http) {
     return Answer(http, [&](const json& b) -> Result<json> {
-      TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
       auto r = ForwardDistributed(*rt, *d, b, NodeSpotCheckOptions(*n));
       RecordForward(b, r);
       return r;
     });
   });
-  r.AddOnPool("POST", "/v1/moe/plan-dispatch", pool, [n](const net::Request& http) {
+  r.AddOnPool("POST", "/v1/moe/plan-dispatch", pool, [d](const net::Request& http) {
     return Answer(http, [&](const json& b) -> Result<json> {
-      TENZRO_TRY(std::shared_ptr<dispatch::Dispatcher> d, NodeDispatcher(*n));
       return PlanDispatch(*d, b);
     });
   });
   // Spot checks and bans (docs/security.md).
-  node.AddMetrics([n](std::string& out) {
-    dispatch::Dispatcher::Counters c;
-    if (auto d = NodeDispatcher(*n)) c = (*d)->counters();
+  node.AddMetrics([d](std::string& out) {
+    const dispatch::Dispatcher::Counters c = d->counters();
     out += fmt::format(
         "# HELP tenzro_spot_checks_total Remote expert results this node re-ran on another replica, by outcome.\n"
         "# TYPE tenzro_spot_checks_total counter\n"

@@ -21,21 +21,29 @@
 #include <memory>
 
 #include "core/result.h"
+#include "dispatch/exec_server.h"
 #include "dispatch/forward.h"
+#include "holder/expert_runtime.h"
+#include "node/quic_service.h"
+#include "swarm/agent.h"
 
 namespace tenzro::node {
 
 class Node;
 
-// The node's Dispatcher (created on first use): self id and live
-// declarations from the swarm agent (NodeSwarm), own experts from the
-// expert runtime, executors local and HTTP. Its holder stats persist across
-// forwards. Executors: local (the node's runner), HTTP, and QUIC
-// (quic::QuicExecutor over NodeQuicClient, HTTP fallback) when the node runs
-// a QUIC endpoint. kUnavailable when the swarm agent cannot start.
-Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node);
+// The node's Dispatcher: self id and live declarations from `agent`, own
+// experts from `rt`, executors local (`runner` with `exec_options`), HTTP,
+// and QUIC (dispatch::QuicExecutor over `quic`'s client, HTTP fallback) when
+// `quic` is set. Its holder stats persist across forwards.
+std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder::ExpertRuntime> rt,
+                                                         std::shared_ptr<swarm::SwarmAgent> agent,
+                                                         std::shared_ptr<dispatch::ExpertRunner> runner,
+                                                         dispatch::ExecServeOptions exec_options,
+                                                         std::shared_ptr<QuicState> quic);
 
-Result<void> AddDispatchService(Node& node);
+// The routes above over `rt` (gates, shared experts) and `d`.
+Result<void> AddDispatchService(Node& node, std::shared_ptr<holder::ExpertRuntime> rt,
+                                std::shared_ptr<dispatch::Dispatcher> d);
 
 // The optional "on_missing", "wire_dtype", "timeout_ms" (1..600000) and
 // "max_rounds" (1..10) fields of a request body over the defaults;

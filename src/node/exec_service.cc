@@ -8,20 +8,17 @@
 #include "dispatch/exec_route.h"
 #include "node/node.h"
 #include "node/node_metrics.h"
-#include "node/runtime_service.h"
-#include "node/swarm_service.h"
 
 namespace tenzro::node {
 
-dispatch::ExecServeOptions NodeExecOptions(Node& node) {
+dispatch::ExecServeOptions NodeExecOptions(const NodeConfig& config, std::shared_ptr<swarm::SwarmAgent> agent) {
   dispatch::ExecServeOptions o;
-  o.limits.max_frame_bytes = node.config().max_body_bytes;
-  Node* n = &node;
-  o.on_served = [n](const std::string& model, int layer, int expert, uint32_t rows) {
-    auto id = catalog::NormalizeModelId(model);
-    auto agent = NodeSwarm(*n);
-    if (id && agent) (*agent)->RecordServed(*id, layer, expert, rows);
-  };
+  o.limits.max_frame_bytes = config.max_body_bytes;
+  if (agent) {
+    o.on_served = [agent](const std::string& model, int layer, int expert, uint32_t rows) {
+      if (auto id = catalog::NormalizeModelId(model)) agent->RecordServed(*id, layer, expert, rows);
+    };
+  }
   return o;
 }
 
@@ -30,11 +27,11 @@ namespace {
 // Keeps the runtime (and so its cache) alive as long as the route.
 class NodeRunner : public dispatch::CacheRunner {
  public:
-  NodeRunner(std::shared_ptr<ExpertRuntime> rt, ThreadPool* pool)
+  NodeRunner(std::shared_ptr<holder::ExpertRuntime> rt, ThreadPool* pool)
       : CacheRunner(rt->cache(), pool), rt_(std::move(rt)) {}
 
  private:
-  std::shared_ptr<ExpertRuntime> rt_;
+  std::shared_ptr<holder::ExpertRuntime> rt_;
 };
 
 // TEST ONLY (--test-corrupt-exec-outputs, docs/security.md): a holder that
@@ -71,13 +68,12 @@ thread_local int64_t CorruptingRunner::d_model_ = 0;
 
 }  // namespace
 
-Result<std::shared_ptr<dispatch::ExpertRunner>> NodeExpertRunner(Node& node) {
-  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
-  return std::shared_ptr<dispatch::ExpertRunner>(std::make_shared<NodeRunner>(rt, &node.pool()));
+std::shared_ptr<dispatch::ExpertRunner> MakeNodeExpertRunner(std::shared_ptr<holder::ExpertRuntime> rt, ThreadPool* pool) {
+  return std::make_shared<NodeRunner>(std::move(rt), pool);
 }
 
-Result<void> AddExecService(Node& node) {
-  TENZRO_TRY(std::shared_ptr<dispatch::ExpertRunner> runner, NodeExpertRunner(node));
+Result<void> AddExecService(Node& node, std::shared_ptr<dispatch::ExpertRunner> runner,
+                            dispatch::ExecServeOptions options) {
   // The route lives on an inner router; the public one counts its bytes
   // into /metrics (node_metrics.h) around it. QUIC exec calls come through
   // the public router too (quic_service.cc), their remote is "quic:...".
@@ -87,7 +83,7 @@ Result<void> AddExecService(Node& node) {
     runner = std::make_shared<CorruptingRunner>(runner, f);
   }
   auto inner = std::make_shared<net::Router>();
-  dispatch::AddExecRoute(*inner, &node.pool(), runner, NodeExecOptions(node));
+  dispatch::AddExecRoute(*inner, &node.pool(), runner, std::move(options));
   node.public_router().AddAsync("POST", "/v1/moe/exec", [inner](std::shared_ptr<const net::Request> req,
                                                                net::Responder responder) {
     const std::string transport = req->remote.starts_with("quic:") ? "quic" : "http";

@@ -15,21 +15,28 @@
 #include <memory>
 
 #include "core/result.h"
+#include "core/thread_pool.h"
 #include "dispatch/exec_server.h"
+#include "holder/expert_runtime.h"
+#include "node/node_config.h"
+#include "swarm/agent.h"
 
 namespace tenzro::node {
 
 class Node;
 
-// The options this node serves exec requests with (limits, RecordServed);
-// the local executor of the node's forward uses the same.
-dispatch::ExecServeOptions NodeExecOptions(Node& node);
+// The options this node serves exec requests with (frame limit from the
+// config; rows served counted into `agent`'s tokens/s when given); the local
+// executor of the node's forward uses the same.
+dispatch::ExecServeOptions NodeExecOptions(const NodeConfig& config, std::shared_ptr<swarm::SwarmAgent> agent);
 
-// The runner behind POST /v1/moe/exec (the node's expert cache on its worker
-// pool), for other transports of the same frame (QUIC): ServeExec(frame,
-// *runner, NodeExecOptions(node)).
-Result<std::shared_ptr<dispatch::ExpertRunner>> NodeExpertRunner(Node& node);
+// The runner behind POST /v1/moe/exec: `rt`'s expert cache computing on
+// `pool` (kept alive by the runner). Other transports of the same frame
+// (QUIC) reach it through the route.
+std::shared_ptr<dispatch::ExpertRunner> MakeNodeExpertRunner(std::shared_ptr<holder::ExpertRuntime> rt, ThreadPool* pool);
 
-Result<void> AddExecService(Node& node);
+// POST /v1/moe/exec on the public router, running on `runner` with `options`.
+Result<void> AddExecService(Node& node, std::shared_ptr<dispatch::ExpertRunner> runner,
+                            dispatch::ExecServeOptions options);
 
 }  // namespace tenzro::node

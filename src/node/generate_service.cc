@@ -19,7 +19,6 @@
 #include "net/json_http.h"
 #include "prepare/spine.h"
 #include "node/dispatch_service.h"
-#include "node/moe_services.h"
 #include "node/node.h"
 #include "node/runtime_service.h"
 #include "node/swarm_moe_executor.h"
@@ -113,7 +112,8 @@ Result<GenerateRequest> ParseRequest(const json& b) {
 
 class GenerateService {
  public:
-  explicit GenerateService(Node& node) : node_(node) {}
+  GenerateService(Node& node, std::shared_ptr<blob::BlobStore> store, std::shared_ptr<dispatch::Dispatcher> dispatcher)
+      : node_(node), store_(std::move(store)), dispatcher_(std::move(dispatcher)) {}
 
   // Runs one request; the caller serialises calls (one generation at a time).
   Result<json> Generate(const json& body) {
@@ -175,10 +175,9 @@ class GenerateService {
   Result<std::string> PathOf(const std::string& id, const std::string& spine) {
     if (!spine.empty()) {
       TENZRO_TRY(blob::Blake3Hash hash, blob::ParseHashOrUri(spine));
-      TENZRO_TRY(std::shared_ptr<blob::BlobStore> store, NodeBlobStore(node_));
-      if (!store->Has(hash))
+      if (!store_->Has(hash))
         return Error::NotFound("spine {} is not in this node's blob store (tenzro blob get)", spine);
-      return store->DataPath(hash);
+      return store_->DataPath(hash);
     }
     TENZRO_TRY(catalog::Catalog cat, catalog::Catalog::Load(node_.data_dir()));
     const catalog::CatalogEntry* e = cat.Lookup(id);
@@ -203,7 +202,7 @@ class GenerateService {
     if (!arch)
       return Error::Unsupported("{}: architecture '{}' is not supported", m->path, m->spine->architecture());
     TENZRO_TRY(model::HParams hp, arch->read_hparams(*m->spine));
-    TENZRO_TRY(std::unique_ptr<SwarmMoeExecutor> ex, SwarmMoeExecutor::Create(node_, id, hp, *m->spine, fo));
+    TENZRO_TRY(std::unique_ptr<SwarmMoeExecutor> ex, SwarmMoeExecutor::Create(dispatcher_, &node_.pool(), id, hp, *m->spine, fo));
     m->executor = ex.get();
     model::EngineOptions eo;
     eo.threads = static_cast<int>(node_.pool().size());
@@ -217,18 +216,21 @@ class GenerateService {
   }
 
   Node& node_;
+  std::shared_ptr<blob::BlobStore> store_;
+  std::shared_ptr<dispatch::Dispatcher> dispatcher_;
   std::map<std::string, std::unique_ptr<ServedModel>> models_;
 };
 
 }  // namespace
 
-Result<void> AddGenerateService(Node& node) {
+Result<void> AddGenerateService(Node& node, std::shared_ptr<blob::BlobStore> store,
+                                std::shared_ptr<dispatch::Dispatcher> dispatcher) {
   // One generation at a time, on its own thread: it waits on remote holders
   // (whose exec requests run on the node pools) and must not hold a worker
   // of pool() while it does (see AddDispatchService).
   auto gen_pool = std::make_shared<ThreadPool>(1, "generate");
   node.OnStop([gen_pool] { gen_pool->Shutdown(); });
-  auto svc = std::make_shared<GenerateService>(node);
+  auto svc = std::make_shared<GenerateService>(node, std::move(store), std::move(dispatcher));
   node.admin_router().AddOnPool("POST", "/v1/model/generate", gen_pool.get(), [svc](const net::Request& http) {
     auto body = net::ParseJsonBody(http.body);
     if (!body) return net::ErrorResponse(body.error());

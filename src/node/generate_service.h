@@ -30,12 +30,19 @@
 // bad field (named), the engine's and the dispatcher's errors otherwise.
 #pragma once
 
+#include <memory>
+
+#include "blob/blob_store.h"
 #include "core/result.h"
+#include "dispatch/forward.h"
 
 namespace tenzro::node {
 
 class Node;
 
-Result<void> AddGenerateService(Node& node);
+// The route, opening spines from `store` and sending experts through
+// `dispatcher`.
+Result<void> AddGenerateService(Node& node, std::shared_ptr<blob::BlobStore> store,
+                                std::shared_ptr<dispatch::Dispatcher> dispatcher);
 
 }  // namespace tenzro::node

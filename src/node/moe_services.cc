@@ -6,9 +6,10 @@
 
 #include "catalog/catalog.h"
 #include "net/json_http.h"
-#include "node/blob_transfer.h"
+#include "node/node_metrics.h"
+#include "transfer/http_blobs.h"
 #include "node/node.h"
-#include "node/swarm_service.h"
+#include "swarm/agent.h"
 #include "prepare/prepare_job.h"
 #include "prepare/spine.h"
 
@@ -43,9 +44,7 @@ JobFn PrepareDenseJob(std::shared_ptr<blob::BlobStore> store, prepare::SpineRequ
 
 // Announces every blob of a prepare result (experts, gate, or a spine's
 // top-level hash) as provided by this node.
-void AnnouncePrepared(Node& node, const json& result) {
-  std::shared_ptr<swarm::SwarmAgent> agent = NodeSwarmIfRunning(node);
-  if (!agent) return;
+void AnnouncePrepared(swarm::SwarmAgent& agent, const json& result) {
   std::vector<std::string> hashes;
   if (result.contains("hash") && result["hash"].is_string()) hashes.push_back(result["hash"].get<std::string>());
   if (result.contains("experts") && result["experts"].is_array())
@@ -55,7 +54,7 @@ void AnnouncePrepared(Node& node, const json& result) {
       result["gate"]["hash"].is_string())
     hashes.push_back(result["gate"]["hash"].get<std::string>());
   for (const auto& h : hashes) {
-    if (auto r = agent->AnnounceProvider(h); !r)
+    if (auto r = agent.AnnounceProvider(h); !r)
       spdlog::warn("swarm: could not announce prepared blob {}: {}", h, r.error().ToString());
   }
 }
@@ -80,21 +79,14 @@ Result<void> ResolveCheckpoint(const std::string& data_dir, Req* req) {
 
 }  // namespace
 
-Result<std::shared_ptr<blob::BlobStore>> NodeBlobStore(Node& node) {
-  static std::mutex mu;
-  static std::map<Node*, std::shared_ptr<blob::BlobStore>> stores;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = stores.find(&node);
-  if (it != stores.end()) return it->second;
-  TENZRO_TRY(auto store, blob::BlobStore::Open(node.data_dir() + "/blobs"));
-  std::shared_ptr<blob::BlobStore> shared(std::move(store));
-  stores[&node] = shared;
-  return shared;
+Result<std::shared_ptr<blob::BlobStore>> OpenNodeBlobStore(const std::string& data_dir) {
+  TENZRO_TRY(auto store, blob::BlobStore::Open(data_dir + "/blobs"));
+  return std::shared_ptr<blob::BlobStore>(std::move(store));
 }
 
-Result<void> AddBlobService(Node& node) {
-  TENZRO_TRY(auto store, NodeBlobStore(node));
-  AddBlobRoutes(node.public_router(), store);
+Result<void> AddBlobService(Node& node, std::shared_ptr<blob::BlobStore> store) {
+  transfer::AddBlobRoutes(node.public_router(), store,
+                          [](uint64_t n) { ProcessMetrics().AddBytes("http", "blob", n, 0); });
   node.admin_router().Add("GET", "/v1/blobs", [store](const net::Request&) {
     auto list = store->List();
     if (!list) return net::ErrorResponse(list.error());
@@ -105,12 +97,12 @@ Result<void> AddBlobService(Node& node) {
   return Ok();
 }
 
-Result<void> AddPrepareService(Node& node) {
-  TENZRO_TRY(auto store, NodeBlobStore(node));
+Result<void> AddPrepareService(Node& node, std::shared_ptr<blob::BlobStore> store,
+                               std::shared_ptr<swarm::SwarmAgent> agent) {
   std::string data_dir = node.data_dir();
   JobRegistry* jobs = &node.jobs();
-  Node* n = &node;
-  auto published = [n](const json& result) { AnnouncePrepared(*n, result); };
+  std::function<void(const json&)> published;
+  if (agent) published = [agent](const json& result) { AnnouncePrepared(*agent, result); };
   node.admin_router().Add("POST", "/v1/moe/prepare", [store, data_dir, jobs, published](const net::Request& http) {
     auto body = net::ParseJsonBody(http.body);
     if (!body) return net::ErrorResponse(body.error());

@@ -1,7 +1,7 @@
 // tenzro node: the MoE services a node runs — the blob store served to peers
 // and the expert preparation jobs (admin API).
 //
-//   public  GET  /blobs/<hash>[?ranges=..]   (node/blob_transfer.h)
+//   public  GET  /blobs/<hash>[?ranges=..]   (transfer/http_blobs.h)
 //   admin   POST /v1/moe/prepare             body: PrepareRequest JSON without
 //           "checkpoint" (resolved from DATA_DIR/catalog.json) or with it;
 //           answers {"job_id", "state", "model_id", "layer", "experts", "quant",
@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "blob/blob_store.h"
+#include "swarm/agent.h"
 #include "core/result.h"
 
 namespace tenzro::node {
@@ -28,10 +29,13 @@ class Node;
 inline constexpr const char* kPrepareJobKind = "moe.prepare";
 inline constexpr const char* kPrepareDenseJobKind = "moe.prepare-dense";
 
-// DATA_DIR/blobs, opened once per node and shared by every service.
-Result<std::shared_ptr<blob::BlobStore>> NodeBlobStore(Node& node);
+// DATA_DIR/blobs (node/compose.cc opens it once per node; every service
+// that serves or stores blobs gets this one).
+Result<std::shared_ptr<blob::BlobStore>> OpenNodeBlobStore(const std::string& data_dir);
 
-Result<void> AddBlobService(Node& node);
-Result<void> AddPrepareService(Node& node);
+Result<void> AddBlobService(Node& node, std::shared_ptr<blob::BlobStore> store);
+// `agent` (may be null) announces every blob a finished job published.
+Result<void> AddPrepareService(Node& node, std::shared_ptr<blob::BlobStore> store,
+                               std::shared_ptr<swarm::SwarmAgent> agent);
 
 }  // namespace tenzro::node

@@ -21,7 +21,6 @@
 #include "net/bearer.h"
 #include "net/json_http.h"
 #include "node/admin_routes.h"
-#include "node/service.h"
 #include "runtime/parallel.h"
 
 #ifndef TENZRO_VERSION
@@ -62,13 +61,13 @@ Node::~Node() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
+Result<std::unique_ptr<Node>> Node::Create(NodeConfig config, const std::function<Result<void>(Node&)>& compose) {
   std::unique_ptr<Node> node(new Node(std::move(config)));
-  TENZRO_CHECK_OK(node->Init());
+  TENZRO_CHECK_OK(node->Init(compose));
   return node;
 }
 
-Result<void> Node::Init() {
+Result<void> Node::Init(const std::function<Result<void>(Node&)>& compose) {
   if (sodium_init() < 0) return Error::Internal("libsodium failed to initialise");
   if (config_.data_dir.empty()) return Error::InvalidArgument("node config: data_dir is not set");
   TENZRO_TRY(net::Endpoint http_ep, net::ParseEndpoint(config_.http));
@@ -163,10 +162,7 @@ Result<void> Node::Init() {
   started_ = std::chrono::steady_clock::now();
   started_at_ = NowRfc3339();
   AddBuiltinRoutes();
-  for (const NodeServiceEntry& s : NodeServices()) {
-    Result<void> r = s.fn(*this);
-    if (!r) return r.error().WithContext(fmt::format("node service {}", s.name));
-  }
+  if (compose) TENZRO_CHECK_OK(compose(*this));
   TENZRO_CHECK_OK(jobs_->Recover());
   loop_ = std::make_unique<Loop>(*ioc_);
   return Ok();

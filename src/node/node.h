@@ -8,8 +8,10 @@
 // files DATA_DIR/node.json (where a node is, removed on clean exit),
 // DATA_DIR/admin.token (mode 0600, new each start) and DATA_DIR/node.lock
 // (flock held while running: one node per data dir).
-// Routes and job kinds are added by services (node/service.h) or directly
-// through admin_router()/public_router()/jobs() before Run().
+// Routes and job kinds are added by the `compose` function given to Create
+// (the `tenzro` binary's is node/compose.h, which builds every part of a
+// holder in dependency order) or directly through
+// admin_router()/public_router()/jobs() before Run().
 // API: docs/formats/admin-api.md.
 #pragma once
 
@@ -40,11 +42,14 @@ class Node {
  public:
   // Checks the config (admin must be loopback), takes the data-dir lock,
   // writes admin.token, opens the job registry, binds both listeners (so
-  // their ports are known), adds the built-in routes, runs every registered
-  // service, then recovers interrupted jobs. Does not write node.json.
+  // their ports are known), adds the built-in routes, runs
+  // `compose` (when given: it adds the node's parts, routes and job kinds),
+  // then recovers interrupted jobs. Does not write node.json.
   // kAlreadyExists if another node holds the data dir; kInvalidArgument for a
-  // bad config; kIo when a listener cannot bind.
-  static Result<std::unique_ptr<Node>> Create(NodeConfig config);
+  // bad config; kIo when a listener cannot bind; compose's error, with
+  // context.
+  static Result<std::unique_ptr<Node>> Create(NodeConfig config,
+                                              const std::function<Result<void>(Node&)>& compose = nullptr);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -94,10 +99,13 @@ class Node {
   // format 0.0.4): `fn` appends complete metric families ("# HELP", "# TYPE",
   // samples) to `out` at scrape time (loop thread). Before Run().
   void AddMetrics(std::function<void(std::string& out)> fn);
+  // Keeps `part` alive as long as the node (released before the worker
+  // pool and the event loop are destroyed). Before Run().
+  void Keep(std::shared_ptr<void> part) { kept_.push_back(std::move(part)); }
 
  private:
   explicit Node(NodeConfig config);
-  Result<void> Init();
+  Result<void> Init(const std::function<Result<void>(Node&)>& compose);
   void AddBuiltinRoutes();
   void BeginStop();  // loop thread
   void PollStop();   // loop thread: stops the loop once connections are gone
@@ -123,6 +131,7 @@ class Node {
   std::vector<std::pair<std::string, std::function<nlohmann::json()>>> dashboard_;
   std::vector<std::function<void()>> stop_hooks_;
   std::vector<std::function<void(std::string&)>> metrics_;
+  std::vector<std::shared_ptr<void>> kept_;
 };
 
 }  // namespace tenzro::node

@@ -1,12 +1,9 @@
 #include "node/quic_service.h"
 
-#include <map>
-#include <mutex>
 
 #include <spdlog/spdlog.h>
 
 #include "net/json_http.h"
-#include "node/moe_services.h"
 #include "node/node.h"
 #include "quic/iroh_blobs.h"
 #include "quic/rpc.h"
@@ -17,25 +14,6 @@ namespace {
 
 constexpr const char* kExecPath = "/v1/moe/exec";
 constexpr const char* kExecContentType = "application/x-tenzro-exec";
-
-struct QuicState {
-  std::unique_ptr<quic::Endpoint> endpoint;
-  std::unique_ptr<quic::QuicClient> client;
-  std::string advertised;
-  ~QuicState() {
-    client.reset();
-    endpoint.reset();
-  }
-};
-
-std::mutex g_mu;
-std::map<Node*, std::weak_ptr<QuicState>> g_states;
-
-std::shared_ptr<QuicState> StateOf(Node& node) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto it = g_states.find(&node);
-  return it == g_states.end() ? nullptr : it->second.lock();
-}
 
 bool IsWildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
 
@@ -80,15 +58,19 @@ class RateLimitedProtocol : public quic::Protocol {
 
 }  // namespace
 
-Result<void> AddQuicService(Node& node) {
+QuicState::~QuicState() {
+  client.reset();
+  endpoint.reset();
+}
+
+Result<std::shared_ptr<QuicState>> AddQuicService(Node& node, std::shared_ptr<blob::BlobStore> store) {
   const NodeConfig& cfg = node.config();
   if (cfg.quic.empty()) {
     spdlog::info("quic: disabled (--quic off)");
-    return Ok();
+    return std::shared_ptr<QuicState>();
   }
   TENZRO_TRY(net::Endpoint bind, net::ParseEndpoint(cfg.quic));
   TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
-  TENZRO_TRY(auto store, NodeBlobStore(node));
   auto st = std::make_shared<QuicState>();
   quic::EndpointOptions opts;
   TENZRO_TRY(st->endpoint, quic::Endpoint::Create(node.io(), id, bind, opts));
@@ -111,10 +93,6 @@ Result<void> AddQuicService(Node& node) {
     local.host = host;
   }
   st->advertised = local.HostPort();
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_states[&node] = st;
-  }
   // The info callbacks own the state: it dies with the node, before the
   // node's io_context.
   std::string node_id = id.node_id();
@@ -125,18 +103,7 @@ Result<void> AddQuicService(Node& node) {
   node.OnStop([st] { st->endpoint->Shutdown(); });  // CONNECTION_CLOSE to every peer
   spdlog::info("quic: node {} on udp {} (ALPNs {}, {})", node_id, st->advertised, quic::kIrohBlobsAlpn,
                quic::kExecAlpn);
-  return Ok();
-}
-
-quic::QuicClient* NodeQuicClient(Node& node) {
-  auto st = StateOf(node);
-  return st ? st->client.get() : nullptr;
-}
-
-std::optional<std::string> NodeQuicAddress(Node& node) {
-  auto st = StateOf(node);
-  if (!st) return std::nullopt;
-  return st->advertised;
+  return st;
 }
 
 }  // namespace tenzro::node

@@ -9,37 +9,41 @@
 //                       answers as HTTP; an HTTP error becomes an error reply)
 // Request CPU work runs on the node's worker pool. node.json and
 // GET /v1/node/info gain "node_id" and "quic": {"address", "alpns"}.
-// NodeQuicClient is how this node dials others (blob getter, exec calls),
-// from any thread but the loop. The endpoint closes its connections when the
-// node stops and is destroyed with the node.
+// The client in QuicState is how this node dials others (blob getter, exec
+// calls), from any thread but the loop. The endpoint closes its connections
+// when the node stops and is destroyed with the state (which the node keeps,
+// node/compose.cc).
 //
-// Plugging into the swarm and the forward (their services own those files):
-//   swarm_service.cc:    if (auto q = NodeQuicAddress(node)) eps.push_back({"quic", *q});
-//   dispatch_service.cc: auto http = std::make_shared<dispatch::HttpExecutor>();
-//                        auto quic = NodeQuicClient(node) ? std::make_shared<quic::QuicExecutor>(
-//                            NodeQuicClient(node), http, /*node id -> its "http" endpoint*/ ...) : nullptr;
-//                        Dispatcher(s, local, http, quic)   // the planner then prefers QUIC
-// The node key is the same file for both (DATA_DIR/node.key), so a holder's
+// The swarm advertises `QuicState::advertised` as the "quic" endpoint and the
+// dispatcher calls holders through a dispatch::QuicExecutor over the client;
+// the node key is the same file for both (DATA_DIR/node.key), so a holder's
 // declared node id is the key its QUIC endpoint presents.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "core/result.h"
+#include "blob/blob_store.h"
 #include "quic/client.h"
+#include "quic/endpoint.h"
 
 namespace tenzro::node {
 
 class Node;
 
-Result<void> AddQuicService(Node& node);
+// The node's endpoint and client. Destroys the client before the endpoint.
+struct QuicState {
+  std::unique_ptr<quic::Endpoint> endpoint;
+  std::unique_ptr<quic::QuicClient> client;
+  std::string advertised;  // "ip:port" peers reach the endpoint at (the advertised host for a wildcard bind)
+  ~QuicState();
+};
 
-// The node's client over its endpoint, or null when QUIC is off (or before
-// AddQuicService ran). Valid while the node lives.
-quic::QuicClient* NodeQuicClient(Node& node);
-// "ip:port" peers reach this node's endpoint at (the advertised host when
-// bound to a wildcard address); nullopt when QUIC is off.
-std::optional<std::string> NodeQuicAddress(Node& node);
+// Binds the endpoint of config().quic serving `store` and exec requests (and
+// adds node info and a stop hook); null when QUIC is off. kIo when it cannot
+// bind, the identity's errors.
+Result<std::shared_ptr<QuicState>> AddQuicService(Node& node, std::shared_ptr<blob::BlobStore> store);
 
 }  // namespace tenzro::node

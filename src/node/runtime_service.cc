@@ -2,15 +2,11 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include <spdlog/spdlog.h>
 
 #include "net/json_http.h"
-#include "node/moe_services.h"
 #include "node/node.h"
-#include "node/swarm_service.h"
 
 namespace tenzro::node {
 namespace {
@@ -35,8 +31,8 @@ Result<T> Field(const json& body, const char* key) {
   }
 }
 
-Result<LoadSource> SourceOf(const json& body) {
-  LoadSource s;
+Result<holder::LoadSource> SourceOf(const json& body) {
+  holder::LoadSource s;
   TENZRO_TRY(s.file, Field<std::string>(body, "file"));
   if (body.contains("from") && !body["from"].is_null()) {
     TENZRO_TRY(s.from, Field<std::string>(body, "from"));
@@ -44,14 +40,14 @@ Result<LoadSource> SourceOf(const json& body) {
   return s;
 }
 
-Result<json> HandleForward(ExpertRuntime& rt, const json& body) {
+Result<json> HandleForward(holder::ExpertRuntime& rt, const json& body) {
   TENZRO_TRY(ForwardRequest fr, ParseForwardRequest(body));
   const std::string& model = fr.model;
   const int64_t d_model = fr.d_model, n_tok = fr.n_tokens;
   std::vector<float>& x = fr.x;
   std::vector<float> out(x.size());
   const auto t0 = std::chrono::steady_clock::now();
-  TENZRO_TRY(ForwardResult r, rt.Forward(model, fr.layer, d_model, x.data(), static_cast<int>(n_tok), out.data()));
+  TENZRO_TRY(holder::ForwardResult r, rt.Forward(model, fr.layer, d_model, x.data(), static_cast<int>(n_tok), out.data()));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto st = rt.cache().stats();
   return json{{"model", model},
@@ -166,37 +162,26 @@ Result<Bytes> Base64Decode(std::string_view text) {
   return out;
 }
 
-Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node) {
-  static std::mutex mu;
-  static std::map<Node*, std::shared_ptr<ExpertRuntime>> runtimes;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = runtimes.find(&node);
-  if (it != runtimes.end()) return it->second;
-  TENZRO_TRY(auto store, NodeBlobStore(node));
-  ExpertRuntimeOptions o;
+Result<std::shared_ptr<holder::ExpertRuntime>> OpenNodeExpertRuntime(
+    Node& node, std::shared_ptr<blob::BlobStore> store,
+    decltype(holder::ExpertRuntimeOptions::fetch_blob) fetch_blob, std::function<void()> on_change) {
+  holder::ExpertRuntimeOptions o;
   o.data_dir = node.data_dir();
   o.memory_budget = node.config().memory_budget;
-  o.store = store;
+  o.store = std::move(store);
   o.compute_pool = &node.pool();
-  Node* n = &node;
-  o.find_providers = [n](const std::string& hash) { return NodeBlobProviders(*n, hash); };
-  o.on_change = [n] {
-    if (auto agent = NodeSwarm(*n); agent) {
-      if (auto r = (*agent)->Publish(); !r) spdlog::warn("swarm: publish after load failed: {}", r.error().ToString());
-    }
-  };
-  TENZRO_TRY(auto rt, ExpertRuntime::Open(std::move(o)));
-  std::shared_ptr<ExpertRuntime> shared(std::move(rt));
+  o.fetch_blob = std::move(fetch_blob);
+  o.on_change = std::move(on_change);
+  TENZRO_TRY(auto rt, holder::ExpertRuntime::Open(std::move(o)));
+  std::shared_ptr<holder::ExpertRuntime> shared(std::move(rt));
   for (const auto& n : shared->restart_notes()) spdlog::warn("expert runtime: skipped on restart: {}", n);
   const auto st = shared->cache().stats();
   spdlog::info("expert runtime: {} experts registered (cold), budget {}", st.n_experts,
                st.budget_bytes == 0 ? std::string("unlimited") : FormatBytes(st.budget_bytes));
-  runtimes[&node] = shared;
   return shared;
 }
 
-Result<void> AddRuntimeService(Node& node) {
-  TENZRO_TRY(std::shared_ptr<ExpertRuntime> rt, NodeExpertRuntime(node));
+Result<void> AddRuntimeService(Node& node, std::shared_ptr<holder::ExpertRuntime> rt) {
   node.AddMetrics([rt](std::string& out) {
     const auto st = rt->cache().stats();
     auto counter = [&](const char* name, const char* help, uint64_t v) {
@@ -223,7 +208,7 @@ Result<void> AddRuntimeService(Node& node) {
       TENZRO_TRY(std::string model, Field<std::string>(b, "model"));
       TENZRO_TRY(int layer, Field<int>(b, "layer"));
       TENZRO_TRY(int expert, Field<int>(b, "expert"));
-      TENZRO_TRY(LoadSource src, SourceOf(b));
+      TENZRO_TRY(holder::LoadSource src, SourceOf(b));
       return rt->LoadExpert(model, layer, expert, src);
     });
   });
@@ -231,7 +216,7 @@ Result<void> AddRuntimeService(Node& node) {
     return Answer(http, [&](const json& b) -> Result<json> {
       TENZRO_TRY(std::string model, Field<std::string>(b, "model"));
       TENZRO_TRY(int layer, Field<int>(b, "layer"));
-      TENZRO_TRY(LoadSource src, SourceOf(b));
+      TENZRO_TRY(holder::LoadSource src, SourceOf(b));
       return rt->LoadGate(model, layer, src);
     });
   });

@@ -15,6 +15,7 @@
 // blobs and compute); status answers on the loop thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -23,7 +24,7 @@
 
 #include "core/bytes.h"
 #include "core/result.h"
-#include "node/expert_runtime.h"
+#include "holder/expert_runtime.h"
 
 #include <nlohmann/json.hpp>
 
@@ -31,11 +32,15 @@ namespace tenzro::node {
 
 class Node;
 
-// The node's ExpertRuntime (created on first use with config().memory_budget
-// and DATA_DIR; shared by every service of that node).
-Result<std::shared_ptr<ExpertRuntime>> NodeExpertRuntime(Node& node);
+// The node's ExpertRuntime over `store`, with config().memory_budget and
+// DATA_DIR, computing on the node's worker pool. `fetch_blob` and
+// `on_change` are holder::ExpertRuntimeOptions' (node/compose.cc points
+// them at the transfer module and the swarm). Logs what a restart skipped.
+Result<std::shared_ptr<holder::ExpertRuntime>> OpenNodeExpertRuntime(
+    Node& node, std::shared_ptr<blob::BlobStore> store,
+    decltype(holder::ExpertRuntimeOptions::fetch_blob) fetch_blob, std::function<void()> on_change);
 
-Result<void> AddRuntimeService(Node& node);
+Result<void> AddRuntimeService(Node& node, std::shared_ptr<holder::ExpertRuntime> rt);
 
 // The body of POST /v1/moe/forward (also read by the distributed forward,
 // dispatch_service.h): the hidden state checked to be exactly n_tokens x

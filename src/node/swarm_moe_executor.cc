@@ -7,10 +7,7 @@
 #include <fmt/format.h>
 
 #include "catalog/catalog.h"
-#include "node/dispatch_service.h"
-#include "node/node.h"
 #include "node/node_metrics.h"
-#include "node/swarm_service.h"
 
 namespace tenzro::node {
 namespace {
@@ -21,7 +18,8 @@ double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std:
 
 }  // namespace
 
-Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(Node& node, const std::string& model_id,
+Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                                                                   ThreadPool* pool, const std::string& model_id,
                                                                    const model::HParams& hp,
                                                                    const format::Checkpoint& spine,
                                                                    dispatch::ForwardOptions options) {
@@ -30,7 +28,7 @@ Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(Node& node, c
   ex->n_embd_ = hp.n_embd;
   ex->routing_ = hp.routing;
   ex->options_ = options;
-  ex->pool_ = &node.pool();
+  ex->pool_ = pool;
   for (int il = 0; il < hp.n_layer; ++il) {
     Layer l;
     TENZRO_TRY(l.router, model::LoadRouter(spine, hp, il));
@@ -40,7 +38,7 @@ Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(Node& node, c
                                     hp.n_embd);
     ex->layers_.push_back(std::move(l));
   }
-  TENZRO_TRY(ex->dispatcher_, NodeDispatcher(node));
+  ex->dispatcher_ = std::move(dispatcher);
   ex->stats_.resize(ex->layers_.size());
   return ex;
 }
@@ -137,18 +135,17 @@ nlohmann::json SwarmMoeExecutor::StatsJson() const {
   return out;
 }
 
-Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(Node& node, const std::string& model_id,
+Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                                                                 ThreadPool* pool, const std::string& model_id,
                                                                  const model::HParams& hp,
                                                                  const format::Checkpoint& spine,
                                                                  dispatch::ForwardOptions options) {
-  TENZRO_TRY(std::unique_ptr<SwarmMoeExecutor> ex, SwarmMoeExecutor::Create(node, model_id, hp, spine, options));
+  TENZRO_TRY(std::unique_ptr<SwarmMoeExecutor> ex, SwarmMoeExecutor::Create(std::move(dispatcher), pool, model_id, hp, spine, options));
   return std::unique_ptr<model::MoeExecutor>(std::move(ex));
 }
 
-std::string SwarmCoverageGap(Node& node, const std::string& model_id, const model::HParams& hp) {
-  auto agent = NodeSwarm(node);
-  if (!agent) return "the swarm agent is not running: " + agent.error().ToString();
-  auto live = (*agent)->Live(model_id);
+std::string SwarmCoverageGap(swarm::SwarmAgent& agent, const std::string& model_id, const model::HParams& hp) {
+  auto live = agent.Live(model_id);
   if (!live) return "cannot read the swarm: " + live.error().ToString();
   std::set<std::pair<int, int>> held;
   for (const swarm::Declaration& d : *live)

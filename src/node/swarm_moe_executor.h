@@ -30,14 +30,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "core/thread_pool.h"
 #include "dispatch/forward.h"
 #include "format/checkpoint.h"
 #include "model/hparams.h"
 #include "model/moe_executor.h"
+#include "swarm/agent.h"
 
 namespace tenzro::node {
-
-class Node;
 
 // Totals of one layer's Run calls since the last ResetStats.
 struct SwarmLayerStats {
@@ -55,10 +55,11 @@ struct SwarmLayerStats {
 class SwarmMoeExecutor : public model::MoeExecutor {
  public:
   // Views every layer's router and shared expert in `spine` (which must
-  // outlive the executor) and resolves the node's dispatcher.
-  // kInvalidArgument / kNotFound naming a missing or misshapen tensor;
-  // kUnavailable when the node's dispatcher cannot start (no swarm agent).
-  static Result<std::unique_ptr<SwarmMoeExecutor>> Create(Node& node, const std::string& model_id,
+  // outlive the executor); sends routed experts through `dispatcher` and
+  // gates on `pool` (the node's worker pool, which must outlive it).
+  // kInvalidArgument / kNotFound naming a missing or misshapen tensor.
+  static Result<std::unique_ptr<SwarmMoeExecutor>> Create(std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                                                          ThreadPool* pool, const std::string& model_id,
                                                           const model::HParams& hp, const format::Checkpoint& spine,
                                                           dispatch::ForwardOptions options);
 
@@ -94,15 +95,16 @@ class SwarmMoeExecutor : public model::MoeExecutor {
 
 // The factory the serving layer plugs in (make_executor seam): a
 // SwarmMoeExecutor as a model::MoeExecutor. Errors as Create.
-Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(Node& node, const std::string& model_id,
+Result<std::unique_ptr<model::MoeExecutor>> MakeSwarmMoeExecutor(std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                                                                 ThreadPool* pool, const std::string& model_id,
                                                                  const model::HParams& hp,
                                                                  const format::Checkpoint& spine,
                                                                  dispatch::ForwardOptions options);
 
 // "" when every routed expert of `hp`'s layers has a live holder in the
-// swarm (declarations read through the node's swarm agent, this node's own
+// swarm (declarations read through `agent`, this node's own
 // included), else a sentence naming how many are missing and the first few
 // (layer/expert). For GET /health of a served model.
-std::string SwarmCoverageGap(Node& node, const std::string& model_id, const model::HParams& hp);
+std::string SwarmCoverageGap(swarm::SwarmAgent& agent, const std::string& model_id, const model::HParams& hp);
 
 }  // namespace tenzro::node

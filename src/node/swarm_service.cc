@@ -13,8 +13,6 @@
 #include "net/json_http.h"
 #include "node/moe_services.h"
 #include "node/node.h"
-#include "node/quic_service.h"
-#include "node/runtime_service.h"
 #include "swarm/dht_transport.h"
 #include "swarm/rebalance.h"
 #include "swarm/shard_map.h"
@@ -24,16 +22,6 @@ namespace tenzro::node {
 namespace {
 
 using nlohmann::json;
-
-struct SwarmState {
-  std::shared_ptr<swarm::DhtTransport> dht;
-  std::shared_ptr<swarm::SwarmAgent> agent;
-  std::mutex rtt_mu;
-  std::map<std::string, std::pair<double, int64_t>> rtt;  // peer URL -> (ms, measured at unix ms)
-};
-
-std::mutex g_mu;
-std::map<Node*, std::shared_ptr<SwarmState>> g_states;
 
 // "q4_K/q4_K/q6_K" -> the three names (missing parts stay empty).
 std::array<std::string, 3> SplitFormats(const std::string& f) {
@@ -52,12 +40,10 @@ std::array<std::string, 3> SplitFormats(const std::string& f) {
 }
 
 // What the node holds, grouped per model, plus the blobs it prepared.
-std::vector<swarm::Declaration> Holdings(Node& node, swarm::SwarmAgent* agent) {
-  auto rt = NodeExpertRuntime(node);
-  if (!rt) return {};
+std::vector<swarm::Declaration> Holdings(Node& node, holder::ExpertRuntime& rt, swarm::SwarmAgent* agent) {
   std::map<std::string, swarm::Declaration> by_model;
   std::set<std::string> held_hashes;
-  for (const ExpertRuntime::Holding& h : (*rt)->Holdings()) {
+  for (const holder::ExpertRuntime::Holding& h : rt.Holdings()) {
     swarm::Declaration& d = by_model[h.model];
     d.model = h.model;
     if (!h.blob_hash.empty()) {
@@ -102,7 +88,7 @@ std::vector<swarm::Declaration> Holdings(Node& node, swarm::SwarmAgent* agent) {
     }
     if (r.contains("gate")) add(-1, r["gate"]);
   }
-  const auto st = (*rt)->cache().stats();
+  const auto st = rt.cache().stats();
   std::vector<swarm::Declaration> out;
   for (auto& [m, d] : by_model) {
     d.memory_budget = st.budget_bytes;
@@ -125,7 +111,7 @@ std::string AdvertisedHttp(Node& node) {
 }
 
 // Measured round trip to a peer's /v1/health (cached 30 s); -1 if unreachable.
-double PeerRttMs(SwarmState& st, const std::string& url) {
+double PeerRttMs(SwarmState& st, const std::string& url, std::chrono::milliseconds timeout) {
   const int64_t now = swarm::UnixMillis();
   {
     std::lock_guard<std::mutex> lock(st.rtt_mu);
@@ -135,8 +121,8 @@ double PeerRttMs(SwarmState& st, const std::string& url) {
   double ms = -1;
   if (auto ep = net::ParseEndpoint(url); ep) {
     net::ClientOptions o;
-    o.connect_timeout = std::chrono::milliseconds(1000);
-    o.timeout = std::chrono::milliseconds(2000);
+    o.connect_timeout = timeout;
+    o.timeout = timeout;
     net::HttpClient c(*ep, o);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = c.Send("GET", "/v1/health");
@@ -147,31 +133,30 @@ double PeerRttMs(SwarmState& st, const std::string& url) {
   return ms;
 }
 
-// Providers of a blob as HTTP URLs, fastest first (unreachable ones last).
-std::vector<std::string> ProviderUrls(SwarmState& st, const std::string& hash) {
+}  // namespace
+
+std::vector<transfer::BlobSource> BlobProviderSources(SwarmState& st, const std::string& hash) {
   auto recs = st.agent->FindProviders(hash);
   if (!recs) {
     spdlog::warn("swarm: provider lookup for {} failed: {}", hash, recs.error().ToString());
     return {};
   }
-  std::vector<std::pair<double, std::string>> ranked;
-  for (const auto& r : *recs) {
-    for (const auto& ep : r.endpoints) {
-      if (ep.kind != "http") continue;
-      double ms = PeerRttMs(st, ep.address);
-      ranked.emplace_back(ms < 0 ? 1e12 : ms, ep.address);
-    }
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (auto& [ms, url] : ranked) out.push_back(std::move(url));
-  return out;
+  std::vector<transfer::BlobSource> sources;
+  for (const auto& r : *recs)
+    for (const auto& ep : r.endpoints)
+      if (ep.kind == "http" || ep.kind == "quic") sources.push_back({ep.kind, ep.address, r.node_id});
+  // HTTP endpoints are probed (GET /v1/health); QUIC ones rank after every
+  // HTTP endpoint that answered.
+  auto probe = [&st](const transfer::BlobSource& s, std::chrono::milliseconds timeout) -> std::optional<double> {
+    if (s.kind != "http") return std::nullopt;
+    const double ms = PeerRttMs(st, s.address, timeout);
+    return ms < 0 ? std::nullopt : std::optional<double>(ms);
+  };
+  return transfer::RankSources(std::move(sources), probe);
 }
 
-Result<std::shared_ptr<SwarmState>> StateOf(Node& node) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto it = g_states.find(&node);
-  if (it != g_states.end()) return it->second;
+Result<std::shared_ptr<SwarmState>> StartSwarm(Node& node, std::shared_ptr<holder::ExpertRuntime> rt,
+                                               const std::optional<std::string>& quic_address) {
   const NodeConfig& cfg = node.config();
   TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
   swarm::DhtOptions dopt;
@@ -181,20 +166,22 @@ Result<std::shared_ptr<SwarmState>> StateOf(Node& node) {
   TENZRO_TRY(std::unique_ptr<swarm::DhtTransport> dht, swarm::DhtTransport::Start(dopt));
   auto st = std::make_shared<SwarmState>();
   st->dht = std::move(dht);
+  st->runtime = std::move(rt);
   swarm::AgentOptions aopt;
   aopt.refresh = std::chrono::milliseconds(cfg.swarm_refresh_ms);
   aopt.ttl_s = cfg.swarm_ttl_s;
   std::vector<swarm::Endpoint> eps = {{"http", AdvertisedHttp(node)}};
-  // The QUIC service runs first (node_services.cc), so its address is known.
-  if (auto q = NodeQuicAddress(node)) eps.push_back({"quic", *q});
+  if (quic_address) eps.push_back({"quic", *quic_address});
   Node* n = &node;
-  st->agent = std::make_shared<swarm::SwarmAgent>(st->dht, std::move(id), std::move(eps), aopt,
-                                                  [n, s = st.get()] { return Holdings(*n, s->agent.get()); });
+  st->agent = std::make_shared<swarm::SwarmAgent>(st->dht, std::move(id), std::move(eps), aopt, [n, s = st.get()] {
+    return Holdings(*n, *s->runtime, s->agent.get());
+  });
   spdlog::info("swarm: node id {} DHT udp {}:{} bootstrap [{}]", st->agent->node_id(), cfg.dht_host,
                st->dht->port(), fmt::join(cfg.bootstrap, ", "));
-  g_states[&node] = st;
   return st;
 }
+
+namespace {
 
 Result<double> QueryDouble(const net::Request& r, std::string_view key, double def) {
   auto v = r.QueryParam(key);
@@ -279,7 +266,7 @@ Result<json> Rebalance(Node& node, SwarmState& st, const json& body) {
   const double hot_tps = body.value("hot_tps", 10.0);
   const int64_t max_adopt = body.value("max", int64_t{-1});
   TENZRO_TRY(ShardMapQuery q, QueryShardMap(node, st, model, min_providers, hot_tps));
-  TENZRO_TRY(auto rt, NodeExpertRuntime(node));
+  holder::ExpertRuntime* rt = st.runtime.get();
   const auto cs = rt->cache().stats();
   swarm::RebalanceInput in;
   in.self_node_id = st.agent->node_id();
@@ -310,7 +297,7 @@ Result<json> Rebalance(Node& node, SwarmState& st, const json& body) {
   json results = json::array();
   int loaded = 0;
   for (const swarm::Adoption& a : plan.adopt) {
-    LoadSource src;
+    holder::LoadSource src;
     src.file = "tenzro://blob/" + a.blob_hash;
     // The holders/offerers named in the declarations first, then whatever
     // provider lookup finds (ExpertRuntime falls back to it when from is "").
@@ -350,42 +337,15 @@ Result<json> Rebalance(Node& node, SwarmState& st, const json& body) {
 
 }  // namespace
 
-Result<std::shared_ptr<swarm::SwarmAgent>> NodeSwarm(Node& node) {
-  TENZRO_TRY(auto st, StateOf(node));
-  return st->agent;
-}
-
-std::shared_ptr<swarm::SwarmAgent> NodeSwarmIfRunning(Node& node) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto it = g_states.find(&node);
-  return it == g_states.end() ? nullptr : it->second->agent;
-}
-
-std::vector<std::string> NodeBlobProviders(Node& node, const std::string& blob_hash) {
-  auto st = StateOf(node);
-  if (!st) return {};
-  return ProviderUrls(**st, blob_hash);
-}
-
-Result<void> AddSwarmService(Node& node) {
-  TENZRO_TRY(std::shared_ptr<SwarmState> st, StateOf(node));
-  std::weak_ptr<SwarmState> weak = st;
+Result<void> AddSwarmService(Node& node, std::shared_ptr<SwarmState> st) {
   node.AddInfo("node_id", [st] { return json(st->agent->node_id()); });
   node.AddInfo("dht_port", [st] { return json(st->dht->port()); });
   node.AddInfo("dht", [st, &node] {
     return json{{"host", node.config().dht_host}, {"port", st->dht->port()}, {"bootstrap", node.config().bootstrap}};
   });
-  node.OnStop([&node] {
-    std::shared_ptr<SwarmState> s;
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      auto it = g_states.find(&node);
-      if (it == g_states.end()) return;
-      s = it->second;
-      g_states.erase(it);
-    }
+  node.OnStop([st] {
     spdlog::info("swarm: announcing leaving");
-    s->agent->Stop(/*announce_leaving=*/true);
+    st->agent->Stop(/*announce_leaving=*/true);
   });
 
   node.AddMetrics([st](std::string& out) {

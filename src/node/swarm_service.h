@@ -17,29 +17,50 @@
 //   POST /v1/moe/rebalance {"model", "apply"?, "min_providers"?, "hot_tps"?}
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
+#include "holder/expert_runtime.h"
 #include "swarm/agent.h"
+#include "swarm/dht_transport.h"
+#include "transfer/provider_fetch.h"
 
 namespace tenzro::node {
 
 class Node;
 
-// The node's agent (created on first use; shared by every service of that
-// node). kUnavailable when the DHT cannot start.
-Result<std::shared_ptr<swarm::SwarmAgent>> NodeSwarm(Node& node);
+// The node's presence in the swarm: its DHT transport, its agent (which
+// publishes what `runtime` holds) and the round trips it measured to blob
+// providers.
+struct SwarmState {
+  std::shared_ptr<swarm::DhtTransport> dht;
+  std::shared_ptr<swarm::SwarmAgent> agent;
+  std::shared_ptr<holder::ExpertRuntime> runtime;
+  std::mutex rtt_mu;
+  std::map<std::string, std::pair<double, int64_t>> rtt;  // peer URL -> (ms, measured at unix ms); rtt_mu
+};
 
-// The agent when the swarm service runs on this node, else null (never
-// starts one).
-std::shared_ptr<swarm::SwarmAgent> NodeSwarmIfRunning(Node& node);
+// Starts the DHT and the agent (not yet publishing: AddSwarmService starts
+// it), advertising this node's HTTP endpoint and `quic_address` when set.
+// kUnavailable when the DHT cannot start; the identity's errors.
+Result<std::shared_ptr<SwarmState>> StartSwarm(Node& node, std::shared_ptr<holder::ExpertRuntime> runtime,
+                                               const std::optional<std::string>& quic_address);
 
-// HTTP URLs of the providers of a blob (swarm provider records), fastest
-// measured round trip first; empty when none or the lookup fails.
-std::vector<std::string> NodeBlobProviders(Node& node, const std::string& blob_hash);
+// The providers of a blob (swarm provider records) as fetch sources, each
+// record's HTTP and QUIC endpoints, ranked by transfer::RankSources: HTTP
+// endpoints by measured round trip (a bounded parallel probe, cached 30 s),
+// then the rest. Empty when none or the lookup fails.
+std::vector<transfer::BlobSource> BlobProviderSources(SwarmState& st, const std::string& blob_hash);
 
-Result<void> AddSwarmService(Node& node);
+// The routes above, metrics, node info, the "leaving" announcement at stop;
+// starts the agent.
+Result<void> AddSwarmService(Node& node, std::shared_ptr<SwarmState> st);
 
 }  // namespace tenzro::node

@@ -36,17 +36,7 @@ namespace tenzro::quic {
 
 inline constexpr const char* kIrohBlobsAlpn = "/iroh-bytes/4";
 inline constexpr size_t kMaxBlobRequestBytes = 64 * 1024;
-
-struct GetRequest {
-  blob::Blake3Hash hash;
-  blob::ChunkRanges ranges;  // of the blob itself (index 0)
-};
-
-// Request::Get(GetRequest { hash, RangeSpecSeq::from_ranges([ranges]) }).
-Bytes EncodeGetRequest(const blob::Blake3Hash& hash, const blob::ChunkRanges& ranges);
-// kCorruption naming the field for malformed bytes; kUnsupported for
-// another request kind or a hash-sequence request (children selected).
-Result<GetRequest> DecodeGetRequest(ByteSpan bytes);
+// The request codec is blob/iroh_request.h.
 
 // The provider. `pool` runs the encoder (null: the loop thread).
 // REQUIRES: `io` is the endpoint's loop; `pool` outlives the endpoint.

@@ -14,6 +14,7 @@
 #include "blob/encoder.h"
 #include "format/expert_gguf.h"
 #include "quant/types.h"
+#include "blob/iroh_request.h"
 #include "quic/iroh_blobs.h"
 #include "bao_fuzz.h"
 
@@ -119,7 +120,7 @@ void IrohSeeds() {
                                                                         blob::ChunkRanges::From(1000000))};
   int n = 0;
   for (const auto& r : sets) {
-    Bytes req = quic::EncodeGetRequest(h, r);
+    Bytes req = blob::EncodeGetRequest(h, r);
     Write("iroh_request_fuzz", "get" + std::to_string(n++), ByteSpan(req));
   }
   for (const char* text : {"0..4,10..12,100..", "all", ""}) {

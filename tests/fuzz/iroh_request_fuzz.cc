@@ -1,5 +1,5 @@
 // libFuzzer target: what a peer sends first on an iroh-blobs stream
-// (quic/iroh_blobs.h DecodeGetRequest, docs/formats/quic.md) and the chunk
+// (blob/iroh_request.h DecodeGetRequest, docs/formats/quic.md) and the chunk
 // range text form a HTTP blob request carries (blob/chunk_ranges.h). Nothing
 // may crash; a request that decodes re-encodes to bytes that decode to the
 // same request; ranges obey the set laws the server relies on.
@@ -10,7 +10,7 @@
 
 #include "blob/bao_tree.h"
 #include "blob/chunk_ranges.h"
-#include "quic/iroh_blobs.h"
+#include "blob/iroh_request.h"
 
 using namespace tenzro;
 using blob::ChunkRanges;
@@ -39,10 +39,10 @@ void CheckRanges(const ChunkRanges& r) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ByteSpan in(data, size);
-  if (auto req = quic::DecodeGetRequest(in)) {
+  if (auto req = blob::DecodeGetRequest(in)) {
     CheckRanges(req->ranges);
-    const Bytes enc = quic::EncodeGetRequest(req->hash, req->ranges);
-    auto again = quic::DecodeGetRequest(ByteSpan(enc));
+    const Bytes enc = blob::EncodeGetRequest(req->hash, req->ranges);
+    auto again = blob::DecodeGetRequest(ByteSpan(enc));
     if (!again || !(again->hash == req->hash) || !(again->ranges == req->ranges)) std::abort();
   }
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,6 +1,9 @@
-// tenzro node: the expert runtime of one node — which experts and gates it
+// tenzro holder: the expert runtime of one node — which experts and gates it
 // holds, loading them from files or blobs, and the local MoE forward
-// (docs/runtime.md). The HTTP routes over it are in runtime_service.h.
+// (docs/runtime.md). The HTTP routes over it are in node/runtime_service.h;
+// blobs it lacks come through the injected `fetch_blob` (node/compose.cc
+// points it at the transfer module's provider loop over the swarm's
+// provider records).
 //
 // Experts live in a runtime::ExpertCache rooted at DATA_DIR/experts (Warm in
 // memory within the node's memory budget, Cold as mini-GGUF files). Gates
@@ -36,8 +39,9 @@
 #include "core/thread_pool.h"
 #include "runtime/cached_moe.h"
 #include "runtime/expert_cache.h"
+#include "transfer/provider_fetch.h"
 
-namespace tenzro::node {
+namespace tenzro::holder {
 
 struct ExpertRuntimeOptions {
   std::string data_dir;
@@ -45,10 +49,15 @@ struct ExpertRuntimeOptions {
   std::shared_ptr<blob::BlobStore> store;          // DATA_DIR/blobs
   ThreadPool* compute_pool = nullptr;              // kernels; may be null
   std::chrono::milliseconds pin_wait{30000};
-  // Peers (HTTP base URLs, best first) that provide a blob this node lacks,
-  // for loads of a tenzro://blob/ URI without `from` (the swarm's provider
-  // records, ordered by measured latency). May be empty.
-  std::function<std::vector<std::string>(const std::string& blob_hash_hex)> find_providers;
+  // Brings a blob this node lacks into `store`, verified. `named` are the
+  // sources the load named (its `from`, else the URI's http=host:port);
+  // empty: the function finds providers itself (a node: the swarm's provider
+  // records, ranked by measured round trip). Null: a missing blob is
+  // kNotFound. Errors: kNotFound when there is no source, else the last
+  // source's failure (transfer/provider_fetch.h).
+  std::function<Result<transfer::SourcesFetch>(const blob::Blake3Hash& hash,
+                                               const std::vector<transfer::BlobSource>& named)>
+      fetch_blob;
   // Called after a successful load (the swarm re-publishes the holdings).
   std::function<void()> on_change;
 };
@@ -159,4 +168,4 @@ class ExpertRuntime {
   std::vector<std::string> notes_;
 };
 
-}  // namespace tenzro::node
+}  // namespace tenzro::holder

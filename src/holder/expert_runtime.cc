@@ -1,4 +1,4 @@
-#include "node/expert_runtime.h"
+#include "holder/expert_runtime.h"
 
 #include <filesystem>
 
@@ -7,11 +7,10 @@
 #include "core/cpu.h"
 #include "core/file.h"
 #include "net/url.h"
-#include "node/blob_transfer.h"
 #include "runtime/matmul.h"
 #include "runtime/parallel.h"
 
-namespace tenzro::node {
+namespace tenzro::holder {
 namespace {
 
 using nlohmann::json;
@@ -93,46 +92,29 @@ Result<std::string> ExpertRuntime::AcquireBlob(const std::string& text, const st
                                                std::optional<blob::Blake3Hash>* fetched) {
   TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(text));
   if (!options_.store->Has(uri.hash)) {
-    std::vector<std::string> peers;
-    if (!from.empty()) {
-      peers.push_back(from);
-    } else if (!uri.Param("http").empty()) {
-      peers.push_back(uri.Param("http"));
-    } else if (options_.find_providers) {
-      peers = options_.find_providers(uri.hash.ToHex());
-    }
-    if (peers.empty())
-      return Error::NotFound(
-          "blob {} is not in this node's store, no peer was given (--from URL or a URI with http=host:port) "
-          "and no provider announced it in the swarm",
-          uri.hash.ToHex());
-    // Providers in order; each fetch is verified against the hash, so a bad
-    // provider costs a retry, never a wrong blob.
-    json attempts = json::array();
-    std::optional<Error> last;
-    for (const std::string& peer : peers) {
-      auto ep = net::ParseEndpoint(peer);
-      if (!ep) {
-        last = ep.error();
-        attempts.push_back({{"peer", peer}, {"error", ep.error().ToString()}});
-        continue;
-      }
-      auto info = FetchBlobHttp(*options_.store, uri.hash, *ep);
-      if (!info) {
-        last = info.error();
-        attempts.push_back({{"peer", ep->Url()}, {"error", info.error().ToString()}});
-        continue;
-      }
-      (*out)["fetched_from"] = ep->Url();
-      (*out)["fetched_bytes"] = info->size;
+    std::vector<transfer::BlobSource> named;
+    if (!from.empty()) named.push_back({"http", from, ""});
+    else if (!uri.Param("http").empty()) named.push_back({"http", uri.Param("http"), ""});
+    if (!options_.fetch_blob)
+      return Error::NotFound("blob {} is not in this node's store and this runtime fetches nothing",
+                             uri.hash.ToHex());
+    TENZRO_TRY(transfer::SourcesFetch got, options_.fetch_blob(uri.hash, named));
+    // Sources in order; each fetch is verified against the hash, so a bad
+    // source costs a retry, never a wrong blob.
+    auto name = [](const transfer::BlobSource& s) {
+      if (s.kind == "http")
+        if (auto ep = net::ParseEndpoint(s.address)) return ep->Url();
+      return s.ToString();
+    };
+    if (got.from) {
+      (*out)["fetched_from"] = name(*got.from);
+      (*out)["fetched_bytes"] = got.info.size;
       *fetched = uri.hash;
-      last.reset();
-      break;
     }
-    if (attempts.size() > 0) (*out)["failed_providers"] = attempts;
-    if (last) {
-      return Error(last->code(), fmt::format("blob {}: every provider failed ({} tried); last: {}", uri.hash.ToHex(),
-                                             peers.size(), last->message()));
+    if (!got.failed.empty()) {
+      json attempts = json::array();
+      for (const auto& f : got.failed) attempts.push_back({{"peer", name(f.source)}, {"error", f.error.ToString()}});
+      (*out)["failed_providers"] = attempts;
     }
   }
   (*out)["uri"] = blob::FormatBlobUri(uri.hash);
@@ -551,4 +533,4 @@ Result<ForwardResult> ExpertRuntime::Forward(std::string_view model, std::option
   return r;
 }
 
-}  // namespace tenzro::node
+}  // namespace tenzro::holder

@@ -1,7 +1,7 @@
 // ExpertRuntime without HTTP: loads checked against the catalog shape
 // (errors name expected vs got and change nothing), safetensors and
-// mini-GGUF sources, unknown models, forward and base64.
-#include "node/expert_runtime.h"
+// mini-GGUF sources, unknown models, forward.
+#include "holder/expert_runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,10 @@
 #include "catalog/catalog.h"
 #include "core/file.h"
 #include "format/safetensors_reader.h"
-#include "node/runtime_service.h"
 #include "format/expert_gguf.h"
 #include "testutil/testutil.h"
 
-namespace tenzro::node {
+namespace tenzro::holder {
 namespace {
 
 using format::StDtype;
@@ -162,22 +161,5 @@ TEST(ExpertRuntimeTest, UnknownModelTakesTheFileShapeAndSaysSo) {
   EXPECT_EQ(st["memory"]["budget"], "unlimited");
 }
 
-TEST(ExpertRuntimeTest, Base64RoundTrip) {
-  for (size_t n : {0, 1, 2, 3, 4, 5, 100}) {
-    Bytes b(n);
-    for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(i * 37 + 5);
-    const std::string s = Base64Encode(ByteSpan(b));
-    EXPECT_EQ(s.size() % 4, 0u);
-    auto d = Base64Decode(s);
-    ASSERT_TRUE(d) << s;
-    EXPECT_EQ(*d, b);
-  }
-  EXPECT_EQ(Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>("foobar"), 6)), "Zm9vYmFy");
-  EXPECT_EQ(Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>("fo"), 2)), "Zm8=");
-  EXPECT_FALSE(Base64Decode("Zm8"));
-  EXPECT_FALSE(Base64Decode("Zm=8"));
-  EXPECT_FALSE(Base64Decode("Z!8="));
-}
-
 }  // namespace
-}  // namespace tenzro::node
+}  // namespace tenzro::holder

@@ -1,12 +1,11 @@
-#include "node/blob_transfer.h"
+#include "transfer/http_blobs.h"
 
 #include <array>
 
 #include "net/client.h"
 #include "net/json_http.h"
-#include "node/node_metrics.h"
 
-namespace tenzro::node {
+namespace tenzro::transfer {
 namespace {
 
 net::Response JsonError(int status, const Error& e) { return net::ErrorResponse(e, status); }
@@ -30,10 +29,16 @@ Result<void> CheckStatus(const net::ClientResponse& resp, const blob::Blake3Hash
                             detail);
 }
 
+void Count(const FetchCounters& c, uint64_t received, std::optional<ErrorCode> failure, uint64_t bytes) {
+  if (c.received) c.received(received);
+  if (c.done) c.done(failure, bytes);
+}
+
 }  // namespace
 
-void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store) {
-  router.Add("GET", "/blobs/", [store](const net::Request& req) -> net::Response {
+void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store,
+                   std::function<void(uint64_t bytes)> on_sent) {
+  router.Add("GET", "/blobs/", [store, on_sent](const net::Request& req) -> net::Response {
     auto hash = blob::Blake3Hash::FromHex(req.route_suffix);
     if (!hash) return JsonError(400, Error::InvalidArgument("bad blob hash '{}': {}", req.route_suffix.substr(0, 80),
                                                             hash.error().message()));
@@ -49,9 +54,9 @@ void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store) 
     std::shared_ptr<blob::StreamEncoder> encoder(std::move(*enc));
     return net::Response::Stream(
         "application/octet-stream",
-        [encoder](std::span<uint8_t> buf) -> Result<size_t> {
+        [encoder, on_sent](std::span<uint8_t> buf) -> Result<size_t> {
           auto n = encoder->Read(buf);
-          if (n) ProcessMetrics().AddBytes("http", "blob", *n, 0);
+          if (n && on_sent) on_sent(*n);
           return n;
         },
         total);
@@ -77,9 +82,7 @@ Result<std::optional<uint64_t>> FetchRangesHttp(const blob::Blake3Hash& hash, co
     if (!fin) return PeerError(fin.error(), peer);
     return dec.verified_size();
   }();
-  ProcessMetrics().AddBytes("http", "blob", 0, received);
-  ProcessMetrics().RecordBlobFetch("http", r ? std::nullopt : std::optional<ErrorCode>(r.error().code()),
-                                   r ? received : 0);
+  Count(options.counters, received, r ? std::nullopt : std::optional<ErrorCode>(r.error().code()), r ? received : 0);
   return r;
 }
 
@@ -102,11 +105,8 @@ Result<blob::BlobInfo> FetchBlobHttp(blob::BlobStore& store, const blob::Blake3H
     if (!info) return PeerError(info.error(), peer);
     return *info;
   }();
-  // Counted into /metrics (node_metrics.h); kCorruption = a verification failure.
-  ProcessMetrics().AddBytes("http", "blob", 0, received);
-  ProcessMetrics().RecordBlobFetch("http", r ? std::nullopt : std::optional<ErrorCode>(r.error().code()),
-                                   r ? r->size : 0);
+  Count(options.counters, received, r ? std::nullopt : std::optional<ErrorCode>(r.error().code()), r ? r->size : 0);
   return r;
 }
 
-}  // namespace tenzro::node
+}  // namespace tenzro::transfer

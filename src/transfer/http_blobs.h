@@ -1,4 +1,4 @@
-// tenzro node: blob transfer over HTTP in iroh-blobs framing
+// tenzro transfer: blobs over HTTP in iroh-blobs framing
 // (docs/formats/bao-stream.md, docs/formats/blob-store.md).
 //
 //   GET /blobs/<64 hex>[?ranges=<chunk ranges>]
@@ -14,7 +14,9 @@
 // mismatch it aborts, deletes the partial file and names the peer.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "blob/blob_store.h"
@@ -24,14 +26,25 @@
 #include "net/router.h"
 #include "net/url.h"
 
-namespace tenzro::node {
+namespace tenzro::transfer {
 
 // Registers GET /blobs/ on `router`, serving `store` (shared with others).
-void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store);
+// `on_sent` (may be null) is told every piece of stream written (any thread).
+void AddBlobRoutes(net::Router& router, std::shared_ptr<blob::BlobStore> store,
+                   std::function<void(uint64_t bytes)> on_sent = nullptr);
+
+// What a finished fetch reports (e.g. into a node's /metrics), any thread.
+struct FetchCounters {
+  // Bytes received off the wire, once per fetch (also for failed ones).
+  std::function<void(uint64_t received)> received;
+  // The outcome: nullopt = verified; kCorruption = a verification failure.
+  std::function<void(std::optional<ErrorCode> failure, uint64_t bytes)> done;
+};
 
 struct FetchOptions {
   uint64_t max_size = 16ull << 30;   // refuse blobs claiming more
   int idle_timeout_ms = 30000;       // per read
+  FetchCounters counters;
 };
 
 // Fetches the whole blob `hash` from `peer` into `store` (verified, atomic).
@@ -47,4 +60,4 @@ Result<std::optional<uint64_t>> FetchRangesHttp(const blob::Blake3Hash& hash, co
                                                 const net::Endpoint& peer, const blob::DataSink& sink,
                                                 const FetchOptions& options = {});
 
-}  // namespace tenzro::node
+}  // namespace tenzro::transfer
