@@ -7,22 +7,24 @@
 //      once per forward: a re-plan after a holder timed out must not depend
 //      on a fresh discovery read), this node's own experts and the measured
 //      holder stats,
-//   3. runs every batch at once (one thread per remote batch, the local one
-//      on the calling thread) through the executor of its transport,
-//   4. re-plans what failed onto other replicas: a holder whose call failed
-//      (transport error, deadline, malformed answer) is banned for
-//      `ban`; an expert a holder answered with an error is not asked of that
-//      holder again in this forward; at most `max_rounds` rounds; calls to
-//      measured holders get a deadline adapted to their expected time
-//      (ForwardOptions::min_timeout, timeout_factor);
+//   3. runs every batch at once through the executor of its transport
+//      (exec_calls.h: remote batches on the dispatcher's call pool, the local
+//      one on the calling thread; no thread is created per call),
+//   4. re-plans what failed onto other replicas (failover.h decides): a
+//      holder whose call failed (transport error, deadline, malformed
+//      answer) is banned for `ban`; an expert a holder answered with an error
+//      is not asked of that holder again in this forward; at most
+//      `max_rounds` rounds; calls to measured holders get a deadline adapted
+//      to their expected time (ForwardOptions::min_timeout, timeout_factor),
+//      except in the last round;
 //   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order, + shared
 //      (runtime::CombineMoeBlock, the local block's own code, so with f32
 //      rows the result is bit for bit the local forward's).
-//   6. spot checks (spot_check.h): a seeded fraction of the remote results
-//      is re-run on another replica (this node when it holds the expert)
-//      and compared; a holder caught answering wrong rows is banned for
-//      SpotCheckOptions::ban, its rows are replaced by the verified ones and
-//      its other results of this forward are recomputed elsewhere.
+//   6. spot checks (spot_check_runner.h): a seeded fraction of the remote
+//      results is re-run on another replica (this node when it holds the
+//      expert) and compared; a holder caught answering wrong rows is banned
+//      for SpotCheckOptions::ban, its rows are replaced by the verified ones
+//      and its other results of this forward are recomputed elsewhere.
 // An expert that no round could compute fails the forward naming it (and
 // its tokens and the last error) unless on_missing is kRenormalize: then each
 // token's weights over the experts that answered are rescaled to keep the
@@ -35,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -45,7 +48,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "core/thread_pool.h"
 #include "dispatch/executor.h"
+#include "dispatch/failover.h"
+#include "dispatch/forward_report.h"
 #include "dispatch/holder_stats.h"
 #include "dispatch/planner.h"
 #include "dispatch/spot_check.h"
@@ -53,10 +59,6 @@
 #include "swarm/declaration.h"
 
 namespace tenzro::dispatch {
-
-enum class OnMissing : uint8_t { kFail, kRenormalize };
-std::string_view OnMissingName(OnMissing m);           // "fail" | "renormalize"
-Result<OnMissing> ParseOnMissing(std::string_view s);  // kInvalidArgument otherwise
 
 struct ForwardOptions {
   OnMissing on_missing = OnMissing::kFail;
@@ -84,54 +86,16 @@ struct ForwardInput {
   const float* shared = nullptr;               // n_tok x d_model added at the end, or null
 };
 
-// One executor call.
-struct HolderCall {
-  int round = 0;
-  HolderTarget target;
-  int experts = 0;
-  uint64_t rows = 0;
-  double sent_ms = 0;     // when it left, from the start of the forward
-  double rtt_ms = 0;      // whole call, as seen here
-  double compute_ms = 0;  // as the holder reports it
-  std::optional<Error> error;  // call failed (holder banned) or whole-request error
-  int failed_experts = 0;      // per-expert errors in an answered call
+
+struct DispatcherOptions {
+  // Threads of the call pool on which remote calls run (created once, with
+  // the Dispatcher). More concurrent remote calls than this wait for a
+  // thread, or run on the thread that called Forward once its local call is
+  // done.
+  size_t call_threads = 16;
 };
 
-struct DroppedItem {
-  PlanItem item;
-  Error reason;
-};
-
-// One spot check of one remote (holder, expert) result.
-struct SpotCheckRecord {
-  int expert = 0;
-  std::string holder;    // node id that answered in the forward
-  std::string verifier;  // node id that re-ran it ("" when none could)
-  std::string third;     // node id asked to settle a disagreement, or ""
-  double rel_l2 = 0;     // holder vs verifier
-  SpotOutcome outcome = SpotOutcome::kAgree;
-};
-
-struct ForwardReport {
-  double plan_ms = 0;     // all rounds
-  double exec_ms = 0;     // wall time of the concurrent phases, all rounds
-  double combine_ms = 0;  // weighted sum + shared
-  double total_ms = 0;
-  int rounds = 0;
-  std::vector<HolderCall> calls;
-  std::vector<DroppedItem> dropped;          // renormalize only
-  std::vector<int> tokens_without_experts;   // renormalize only
-  std::vector<SpotCheckRecord> spot_checks;
-  std::vector<HolderCall> spot_calls;        // re-runs for spot checks and recomputations
-  std::vector<std::string> banned_wrong_output;  // holders caught by a spot check here
-  int spot_recomputed = 0;                   // experts recomputed because their holder lied
-};
-
-// {"plan_ms", "exec_ms", "combine_ms", "total_ms", "rounds", "max_holder_compute_ms",
-//  "holders": [{"round", "node_id", "transport", "endpoint", "experts", "rows", "sent_ms", "rtt_ms",
-//  "compute_ms", "network_ms", "error"?, "failed_experts"}], "dropped": [{"layer",
-//  "expert", "token_indices", "reason"}], "tokens_without_experts": [...]}
-nlohmann::json ReportToJson(const ForwardReport& r);
+struct Call;  // exec_calls.h
 
 class Dispatcher {
  public:
@@ -146,7 +110,7 @@ class Dispatcher {
   // `local` and `http` are required; `quic` may be null (then the planner
   // never picks QUIC).
   Dispatcher(Sources sources, std::shared_ptr<Executor> local, std::shared_ptr<Executor> http,
-             std::shared_ptr<Executor> quic = nullptr);
+             std::shared_ptr<Executor> quic = nullptr, DispatcherOptions options = {});
 
   // The plan this node would dispatch now for `work` of `model`.
   Result<Plan> PlanWork(const std::string& model, const std::vector<PlanItem>& work,
@@ -173,10 +137,19 @@ class Dispatcher {
   const std::string& self_node_id() const { return sources_.self_node_id; }
 
  private:
+  struct ForwardState;  // forward.cc
   Executor* ExecutorFor(Transport t) const;
-  struct SpotState;  // forward.cc
-  // Step 6 of Forward: checks, bans, row replacement, recomputation.
-  void SpotCheck(SpotState& s);
+  // One round of Forward: plan the pending experts, run the calls, let the
+  // policy decide, keep the answered rows. False: no more rounds.
+  bool RunRound(ForwardState& s, FailoverPolicy& policy);
+  // The calls of `batches`, requests filled, deadlines set.
+  std::vector<Call> MakeCalls(std::vector<HolderBatch> batches, const ForwardInput& in, const ForwardOptions& opt,
+                              bool adaptive, bool round_local);
+  void RunCalls(std::vector<Call>& calls);
+  void Ban(const HolderBan& ban);
+  // Step 6 of Forward (spot_check_runner.h): the experts whose rows were
+  // lost (a holder lied and no replica recomputed them).
+  std::map<int, Error> SpotCheck(ForwardState& s, const FailoverPolicy& policy);
 
   Sources sources_;
   std::shared_ptr<Executor> local_, http_, quic_;
@@ -184,6 +157,8 @@ class Dispatcher {
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<uint64_t> spot_agree_{0}, spot_mismatch_{0}, spot_inconclusive_{0}, spot_skipped_{0};
   std::atomic<uint64_t> bans_failure_{0}, bans_wrong_output_{0};
+  // Remote calls run here. Last member: destroyed (its threads joined) first.
+  std::unique_ptr<ThreadPool> call_pool_;
 };
 
 }  // namespace tenzro::dispatch

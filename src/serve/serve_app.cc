@@ -24,11 +24,11 @@ Result<void> ServeApp::Load() {
     TENZRO_TRY(tok_, tokenizer::LoadTokenizer(options_.checkpoint));
     std::unique_ptr<model::MoeExecutor> moe;
     if (options_.make_executor) {
-      TENZRO_TRY(auto ckpt, format::Checkpoint::Open(options_.checkpoint));
-      const model::ArchDef* def = model::FindArch(ckpt->architecture());
-      if (!def) return Error::Unsupported("{}: architecture '{}' is not supported", options_.checkpoint, ckpt->architecture());
-      TENZRO_TRY(model::HParams hp, def->read_hparams(*ckpt));
-      TENZRO_TRY(moe, options_.make_executor(hp, *ckpt));
+      TENZRO_TRY(spine_, format::Checkpoint::Open(options_.checkpoint));
+      const model::ArchDef* def = model::FindArch(spine_->architecture());
+      if (!def) return Error::Unsupported("{}: architecture '{}' is not supported", options_.checkpoint, spine_->architecture());
+      TENZRO_TRY(model::HParams hp, def->read_hparams(*spine_));
+      TENZRO_TRY(moe, options_.make_executor(hp, *spine_));
     }
     TENZRO_TRY(engine_, model::Engine::Open(options_.checkpoint, options_.engine, std::move(moe)));
     if (engine_->hparams().n_vocab < tok_->vocab_size())

@@ -79,6 +79,9 @@ class ServeApp {
   ServeMetrics metrics_;
   LiveStats live_{LiveStats::Clock::now()};
   std::unique_ptr<tokenizer::Tokenizer> tok_;
+  // The checkpoint make_executor's executor views (its routers, shared
+  // experts): it must outlive the engine that owns that executor.
+  std::unique_ptr<format::Checkpoint> spine_;
   std::unique_ptr<model::Engine> engine_;
   std::unique_ptr<Scheduler> scheduler_;
   int context_ = 0;

@@ -1,0 +1,120 @@
+// RunCalls on the call pool (exec_calls.h): remote calls on pool threads,
+// the local one on the caller; no deadlock when the pool is saturated or
+// when the caller is itself a thread of the pool; answers checked against
+// their request; no executor is an error.
+#include "dispatch/exec_calls.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace tenzro::dispatch {
+namespace {
+
+// Answers every request after `delay`, recording the threads it ran on.
+class EchoExecutor : public Executor {
+ public:
+  explicit EchoExecutor(std::chrono::milliseconds delay = std::chrono::milliseconds(0)) : delay_(delay) {}
+  Result<ExecResponse> Exec(const HolderTarget&, const ExecRequest& req, std::chrono::milliseconds) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads_.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(delay_);
+    ExecResponse r;
+    r.request_id = corrupt_ ? req.request_id + 1 : req.request_id;
+    r.layer = req.layer;
+    r.d_model = req.d_model;
+    return r;
+  }
+  std::set<std::thread::id> threads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return threads_;
+  }
+  bool corrupt_ = false;
+
+ private:
+  const std::chrono::milliseconds delay_;
+  std::mutex mu_;
+  std::set<std::thread::id> threads_;
+};
+
+std::vector<Call> Calls(int remote, bool local) {
+  std::vector<Call> calls;
+  for (int i = 0; i < remote + (local ? 1 : 0); ++i) {
+    Call& c = calls.emplace_back();
+    c.batch.node_id = std::string(64, static_cast<char>('a' + i));
+    c.batch.transport = local && i == remote ? Transport::kLocal : Transport::kHttp;
+    c.req.request_id = 100 + i;
+    c.req.d_model = 8;
+    c.timeout = std::chrono::milliseconds(1000);
+  }
+  return calls;
+}
+
+TEST(ExecCallsTest, RemoteCallsOnThePoolLocalOnTheCaller) {
+  ThreadPool pool(4, "calls");
+  // The local call outlasts the pool's wake-up, so the pool takes every remote call.
+  EchoExecutor remote(std::chrono::milliseconds(20)), local(std::chrono::milliseconds(200));
+  HolderStatsTable stats;
+  std::vector<Call> calls = Calls(3, /*local=*/true);
+  RunCalls(calls, [&](Transport t) -> Executor* { return t == Transport::kLocal ? &local : &remote; }, stats, pool);
+  for (const Call& c : calls) {
+    ASSERT_TRUE(c.resp) << c.resp.error().ToString();
+    EXPECT_EQ(c.resp->request_id, c.req.request_id);
+    EXPECT_GT(c.rtt_ms, 0);
+  }
+  EXPECT_EQ(local.threads(), (std::set<std::thread::id>{std::this_thread::get_id()}));
+  EXPECT_EQ(remote.threads().count(std::this_thread::get_id()), 0u);  // the pool was free: it ran them
+  EXPECT_EQ(stats.Snapshot().size(), 3u);                              // remote calls measured
+}
+
+TEST(ExecCallsTest, SaturatedPoolDoesNotBlockTheCaller) {
+  ThreadPool pool(1, "calls");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  pool.Submit([released] { released.wait(); });  // the only thread is busy
+  EchoExecutor ex;
+  HolderStatsTable stats;
+  std::vector<Call> calls = Calls(3, /*local=*/false);
+  RunCalls(calls, [&](Transport) -> Executor* { return &ex; }, stats, pool);  // runs them itself
+  for (const Call& c : calls) EXPECT_TRUE(c.resp);
+  EXPECT_EQ(ex.threads(), (std::set<std::thread::id>{std::this_thread::get_id()}));
+  release.set_value();
+}
+
+TEST(ExecCallsTest, CallerOnAPoolThreadDoesNotDeadlock) {
+  ThreadPool pool(1, "calls");
+  EchoExecutor ex;
+  HolderStatsTable stats;
+  std::vector<Call> calls = Calls(2, /*local=*/false);
+  std::promise<void> done;
+  pool.Submit([&] {
+    RunCalls(calls, [&](Transport) -> Executor* { return &ex; }, stats, pool);
+    done.set_value();
+  });
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  for (const Call& c : calls) EXPECT_TRUE(c.resp);
+}
+
+TEST(ExecCallsTest, WrongAnswerAndMissingExecutorFailTheCall) {
+  ThreadPool pool(2, "calls");
+  EchoExecutor ex;
+  ex.corrupt_ = true;
+  HolderStatsTable stats;
+  std::vector<Call> calls = Calls(1, /*local=*/true);
+  RunCalls(calls, [&](Transport t) -> Executor* { return t == Transport::kLocal ? nullptr : &ex; }, stats, pool);
+  ASSERT_FALSE(calls[0].resp);
+  EXPECT_EQ(calls[0].resp.error().code(), ErrorCode::kCorruption);
+  EXPECT_EQ(calls[0].Outcome().status, CallStatus::kFailed);
+  ASSERT_FALSE(calls[1].resp);
+  EXPECT_EQ(calls[1].resp.error().code(), ErrorCode::kUnsupported);
+  EXPECT_FALSE(calls[1].Outcome().remote);
+}
+
+}  // namespace
+}  // namespace tenzro::dispatch
