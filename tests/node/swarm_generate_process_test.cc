@@ -212,27 +212,37 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
   EXPECT_TRUE(*ReadTextFile(tmp.Join("spine.f32")) == local_logits) << "logits from the spine blob differ";
   EXPECT_EQ(CallsOf(from_spine["layers"]).local, 0);
 
-  // SIGKILL the holder that served most calls; the next generation fails over.
+  // SIGKILL the holder that served most calls of the last generation; a
+  // generation that then calls it fails over. The planner spreads load by
+  // measured speed, so the next generation may not call that holder at all:
+  // generations are repeated (bounded) until one does, and every one of them
+  // must give the local tokens and logits.
+  Calls last = CallsOf(from_spine["layers"]);
   std::string busiest;
-  for (const auto& [id, k] : calls.by_holder)
-    if (busiest.empty() || k > calls.by_holder[busiest]) busiest = id;
-  int victim = 1;
+  for (const auto& [id, k] : last.by_holder)
+    if (busiest.empty() || k > last.by_holder[busiest]) busiest = id;
+  int victim = 0;
   for (int i = 1; i <= kHolders; ++i)
     if (n[i].node_json["node_id"] == busiest) victim = i;
+  ASSERT_GT(victim, 0) << "the busiest holder " << busiest << " is not one of the test's nodes";
   n[victim].proc->Signal(SIGKILL);
   n[victim].proc->Wait(seconds(10));
-  Call after = AdminCall(n[0], "POST", "/v1/model/generate",
-                         {{"model", kModel}, {"prompt_ids", ref["prompt_ids"]}, {"max_tokens", 16},
-                          {"ignore_eos", true}, {"logits", true}},
-                         seconds(120));
-  ASSERT_TRUE(after.ok()) << after.message();
-  EXPECT_EQ(after.body["tokens"], ref["greedy_ids"]);
-  auto raw = Base64Decode(after.body.value("logits_f32_b64", ""));
-  ASSERT_TRUE(raw);
-  EXPECT_TRUE(std::string(raw->begin(), raw->end()) == local_logits) << "logits differ after the failover";
-  Calls failover = CallsOf(after.body["layers"]);
-  EXPECT_GT(failover.failed, 0) << after.body["layers"].dump();
-  EXPECT_EQ(failover.local, 0);
+  Call after;
+  Calls failover;
+  for (int attempt = 0; attempt < 4 && failover.failed == 0; ++attempt) {
+    after = AdminCall(n[0], "POST", "/v1/model/generate",
+                      {{"model", kModel}, {"prompt_ids", ref["prompt_ids"]}, {"max_tokens", 16},
+                       {"ignore_eos", true}, {"logits", true}},
+                      seconds(120));
+    ASSERT_TRUE(after.ok()) << after.message();
+    EXPECT_EQ(after.body["tokens"], ref["greedy_ids"]);
+    auto raw = Base64Decode(after.body.value("logits_f32_b64", ""));
+    ASSERT_TRUE(raw);
+    EXPECT_TRUE(std::string(raw->begin(), raw->end()) == local_logits) << "logits differ after the failover";
+    failover = CallsOf(after.body["layers"]);
+    EXPECT_EQ(failover.local, 0);
+  }
+  EXPECT_GT(failover.failed, 0) << "no generation called the killed holder: " << after.body["layers"].dump();
   std::printf("[failover] at %.2f s: holder %d killed: %d holder calls (%s), %d failed and re-planned; prefill %.1f ms, "
               "%.2f ms/token decode\n",
               Secs(t0), victim, failover.total, after.body["layers"][0]["transports"].dump().c_str(), failover.failed,
