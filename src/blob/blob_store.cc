@@ -46,14 +46,15 @@ std::vector<std::string> ListDir(const std::string& dir, Error* err) {
 }  // namespace
 
 Result<std::unique_ptr<BlobStore>> BlobStore::Open(const std::string& dir, BlobStoreOptions options) {
-  TENZRO_CHECK_OK(MakeDirs(dir));
+  Env& env = options.env ? *options.env : Env::Default();
+  TENZRO_CHECK_OK(env.MakeDirs(dir));
   struct stat dst;
   if (stat(dir.c_str(), &dst) != 0) return Error::FromErrno(errno, "stat " + dir);
   if (dst.st_mode & S_IWOTH)
     return Error::PermissionDenied(
         "blob store {} is writable by every user (mode {:o}): anyone could plant blobs there; chmod o-w it",
         dir, dst.st_mode & 07777);
-  std::unique_ptr<BlobStore> store(new BlobStore(dir));
+  std::unique_ptr<BlobStore> store(new BlobStore(dir, env));
   Error err(ErrorCode::kInternal, "");
   std::vector<std::string> names = ListDir(dir, &err);
   if (!err.message().empty()) return err;
@@ -93,13 +94,13 @@ Result<Blake3Hash> BlobStore::CommitOutboard(ByteSpan data, const std::optional<
   Blake3Hash root = ComputeOutboard(data, &outboard);
   if (expect && root != *expect)
     return Error::Corruption("blob content hashes to {}, expected {}", root.ToHex(), expect->ToHex());
-  if (!outboard.empty()) TENZRO_CHECK_OK(WriteFileAtomic(OutboardPath(root), ByteSpan(outboard)));
+  if (!outboard.empty()) TENZRO_CHECK_OK(env_.WriteFileAtomic(OutboardPath(root), ByteSpan(outboard)));
   return root;
 }
 
 Result<BlobInfo> BlobStore::Put(ByteSpan data) {
   TENZRO_TRY(Blake3Hash hash, CommitOutboard(data, std::nullopt));
-  if (!Has(hash)) TENZRO_CHECK_OK(WriteFileAtomic(DataPath(hash), data));
+  if (!Has(hash)) TENZRO_CHECK_OK(env_.WriteFileAtomic(DataPath(hash), data));
   return BlobInfo{hash, data.size()};
 }
 
@@ -113,7 +114,7 @@ Result<BlobInfo> BlobStore::PutFile(const std::string& path) {
   // committed bytes are exactly the hashed bytes even if the source changes.
   std::random_device rd;
   std::string staging = fmt::format("{}/{}{:08x}{:08x}", dir_, kStagingPrefix, rd(), rd());
-  auto writer = AtomicFileWriter::Create(staging);
+  auto writer = env_.NewAtomicWriter(staging);
   if (!writer) {
     close(fd);
     return writer.error();
@@ -138,11 +139,10 @@ Result<BlobInfo> BlobStore::PutFile(const std::string& path) {
     return status.error();
   }
   auto finish = [&]() -> Result<BlobInfo> {
-    TENZRO_TRY(auto mapped, MappedFile::Open(staging));
+    TENZRO_TRY(auto mapped, env_.MapFile(staging));
     TENZRO_TRY(Blake3Hash hash, CommitOutboard(mapped->bytes(), std::nullopt));
-    if (rename(staging.c_str(), DataPath(hash).c_str()) != 0)
-      return Error::FromErrno(errno, "rename " + staging);
-    TENZRO_CHECK_OK(SyncDir(dir_));
+    TENZRO_CHECK_OK(env_.RenameFile(staging, DataPath(hash)));
+    TENZRO_CHECK_OK(env_.SyncDir(dir_));
     return BlobInfo{hash, mapped->size()};
   };
   auto r = finish();
@@ -153,7 +153,7 @@ Result<BlobInfo> BlobStore::PutFile(const std::string& path) {
 Result<Blob> BlobStore::Get(const Blake3Hash& hash) const {
   Blob b;
   b.hash = hash;
-  auto data = MappedFile::Open(DataPath(hash), /*follow_symlinks=*/false);
+  auto data = env_.MapFile(DataPath(hash), /*follow_symlinks=*/false);
   if (!data) {
     if (data.error().code() == ErrorCode::kNotFound)
       return Error::NotFound("blob {} not in store {}", hash.ToHex(), dir_);
@@ -163,7 +163,7 @@ Result<Blob> BlobStore::Get(const Blake3Hash& hash) const {
   b.size = b.data->size();
   uint64_t want = OutboardSize(b.size);
   if (want > 0) {
-    auto ob = MappedFile::Open(OutboardPath(hash), /*follow_symlinks=*/false);
+    auto ob = env_.MapFile(OutboardPath(hash), /*follow_symlinks=*/false);
     if (!ob && ob.error().code() == ErrorCode::kPermissionDenied) return ob.error();
     if (!ob) return Error::Corruption("{}: outboard missing for a {}-byte blob", OutboardPath(hash), b.size);
     if ((*ob)->size() != want)
@@ -197,7 +197,7 @@ Result<void> BlobStore::Remove(const Blake3Hash& hash) {
   }
   if (unlink(OutboardPath(hash).c_str()) != 0 && errno != ENOENT)
     return Error::FromErrno(errno, "unlink " + OutboardPath(hash));
-  return SyncDir(dir_);
+  return env_.SyncDir(dir_);
 }
 
 Result<void> BlobStore::Verify(const Blake3Hash& hash) const {
@@ -222,9 +222,9 @@ Result<std::unique_ptr<BlobImport>> BlobStore::BeginImport(const Blake3Hash& has
   std::unique_ptr<BlobImport> imp(new BlobImport());
   imp->store_ = this;
   imp->hash_ = hash;
-  TENZRO_TRY(auto writer, AtomicFileWriter::Create(DataPath(hash)));
+  TENZRO_TRY(auto writer, env_.NewAtomicWriter(DataPath(hash)));
   imp->writer_ = std::move(writer);
-  AtomicFileWriter* w = imp->writer_.get();
+  FileWriter* w = imp->writer_.get();
   imp->decoder_ = std::make_unique<StreamDecoder>(
       hash, ChunkRanges::All(),
       [w](uint64_t offset, ByteSpan data) -> Result<void> {
@@ -258,7 +258,7 @@ Result<BlobInfo> BlobImport::Finish() {
                                   writer_->bytes_written()));
   // Re-read what landed on disk: the outboard is computed from, and the hash
   // re-checked against, the exact bytes being committed.
-  auto mapped = MappedFile::Open(writer_->temp_path());
+  auto mapped = store_->env_.MapFile(writer_->temp_path());
   if (!mapped) return fail(mapped.error());
   auto root = store_->CommitOutboard((*mapped)->bytes(), hash_);
   if (!root) return fail(root.error());

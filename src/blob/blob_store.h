@@ -33,6 +33,7 @@
 #include "blob/decoder.h"
 #include "blob/encoder.h"
 #include "core/bytes.h"
+#include "core/env.h"
 #include "core/file.h"
 #include "core/result.h"
 
@@ -57,6 +58,8 @@ struct BlobStoreOptions {
   // Temp/staging files and orphan outboards older than this are deleted on
   // Open (younger ones may belong to a concurrent writer in another process).
   std::chrono::seconds stale_age{3600};
+  // The file system (core/env.h); null = Env::Default(). Must outlive the store.
+  Env* env = nullptr;
 };
 
 class BlobImport;
@@ -97,11 +100,12 @@ class BlobStore {
 
  private:
   friend class BlobImport;
-  explicit BlobStore(std::string dir) : dir_(std::move(dir)) {}
+  BlobStore(std::string dir, Env& env) : dir_(std::move(dir)), env_(env) {}
   // Hashes `data`, fails with kCorruption if `expect` is set and differs,
   // and commits the outboard (if non-empty). Returns the hash.
   Result<Blake3Hash> CommitOutboard(ByteSpan data, const std::optional<Blake3Hash>& expect);
   std::string dir_;
+  Env& env_;
   int cleaned_ = 0;
 };
 
@@ -124,7 +128,7 @@ class BlobImport {
   BlobImport() = default;
   BlobStore* store_ = nullptr;
   Blake3Hash hash_;
-  std::unique_ptr<AtomicFileWriter> writer_;
+  std::unique_ptr<FileWriter> writer_;
   std::unique_ptr<StreamDecoder> decoder_;
   bool finished_ = false;
 };

@@ -46,19 +46,18 @@ std::string ParentDir(const std::string& path) { return path.substr(0, path.rfin
 
 // Hard-links `src` to `dst` atomically (link to a temp name, rename over);
 // copies when linking is impossible (another filesystem, no permission).
-Result<void> LinkOrCopy(const std::string& src, const std::string& dst) {
+Result<void> LinkOrCopy(Env& env, const std::string& src, const std::string& dst) {
   std::string tmp = dst + ".tmp.link." + std::to_string(::getpid());
-  ::unlink(tmp.c_str());
-  if (::link(src.c_str(), tmp.c_str()) == 0) {
-    if (::rename(tmp.c_str(), dst.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return Error::FromErrno(err, "rename " + tmp + " -> " + dst);
+  (void)env.RemoveFile(tmp);
+  if (env.LinkFile(src, tmp)) {
+    if (auto r = env.RenameFile(tmp, dst); !r) {
+      (void)env.RemoveFile(tmp);
+      return r.error();
     }
-    return SyncDir(ParentDir(dst));
+    return env.SyncDir(ParentDir(dst));
   }
-  TENZRO_TRY(Bytes data, ReadFile(src));
-  return WriteFileAtomic(dst, ByteSpan(data));
+  TENZRO_TRY(Bytes data, env.ReadFile(src));
+  return env.WriteFileAtomic(dst, ByteSpan(data));
 }
 
 Result<void> CheckIdentity(const format::DecodedExpertFile& d, const ExpertKey& key, const std::string& what) {
@@ -97,7 +96,14 @@ void PinnedExpert::Release() {
 // --- ExpertCache ---
 
 ExpertCache::ExpertCache(ExpertCacheOptions options) : options_(std::move(options)) {
-  if (!options_.loader) options_.loader = [](const std::string& p) { return LoadWarmExpert(p); };
+  if (!options_.env) options_.env = &Env::Default();
+  if (!options_.loader) {
+    Env* env = options_.env;
+    options_.loader = [env](const std::string& p) -> Result<std::shared_ptr<const WarmExpert>> {
+      TENZRO_TRY(Bytes data, env->ReadFile(p, 16ull << 30));
+      return DecodeWarmExpert(std::make_shared<const Bytes>(std::move(data)), p);
+    };
+  }
   stats_.budget_bytes = options_.budget_bytes;
   prefetch_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.prefetch_threads), "prefetch");
 }
@@ -109,7 +115,7 @@ ExpertCache::~ExpertCache() {
 
 Result<std::unique_ptr<ExpertCache>> ExpertCache::Open(ExpertCacheOptions options) {
   if (options.dir.empty()) return Error::InvalidArgument("expert cache: no directory");
-  TENZRO_CHECK_OK(MakeDirs(options.dir));
+  TENZRO_CHECK_OK((options.env ? *options.env : Env::Default()).MakeDirs(options.dir));
   return std::unique_ptr<ExpertCache>(new ExpertCache(std::move(options)));
 }
 
@@ -183,20 +189,20 @@ Result<ExpertEntryInfo> ExpertCache::Put(const ExpertKey& key, ByteSpan image) {
       return Error::InvalidArgument("{}: image is a {} file, not an expert", key.ToString(), d.kind);
     TENZRO_CHECK_OK(CheckIdentity(d, key, key.ToString()));
   }
-  return Replace(key, path, [&] { return WriteFileAtomic(path, image); });
+  return Replace(key, path, [&] { return options_.env->WriteFileAtomic(path, image); });
 }
 
 Result<ExpertEntryInfo> ExpertCache::PutFile(const ExpertKey& key, const std::string& src) {
   TENZRO_TRY(std::string path, ColdPath(key));
   if (src == path) return Install(key, path);
   {
-    TENZRO_TRY(std::shared_ptr<MappedFile> map, MappedFile::Open(src));
+    TENZRO_TRY(std::shared_ptr<MappedFile> map, options_.env->MapFile(src));
     TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(map->bytes(), map, src));
     if (d.kind != format::kKindExpert)
       return Error::InvalidArgument("{}: is a {} file, not an expert", src, d.kind);
     TENZRO_CHECK_OK(CheckIdentity(d, key, src));
   }
-  return Replace(key, path, [&] { return LinkOrCopy(src, path); });
+  return Replace(key, path, [&] { return LinkOrCopy(*options_.env, src, path); });
 }
 
 Result<ExpertEntryInfo> ExpertCache::Replace(const ExpertKey& key, const std::string& path,
@@ -220,7 +226,7 @@ Result<ExpertEntryInfo> ExpertCache::Replace(const ExpertKey& key, const std::st
     std::lock_guard<std::mutex> lock(mu_);
     entries_.emplace(key, old);
   };
-  Result<void> placed = MakeDirs(ParentDir(path));
+  Result<void> placed = options_.env->MakeDirs(ParentDir(path));
   if (placed) placed = place();
   if (!placed) {
     restore();

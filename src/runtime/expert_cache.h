@@ -55,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/result.h"
 #include "core/thread_pool.h"
 #include "runtime/expert_loader.h"
@@ -80,6 +81,9 @@ struct ExpertCacheOptions {
   // cold file -> warm expert; default LoadWarmExpert. Tests inject slow or
   // failing loaders.
   std::function<Result<std::shared_ptr<const WarmExpert>>(const std::string& path)> loader;
+  // The cold tier's file system (core/env.h): its writes, links, maps and
+  // the default loader's reads. Null = Env::Default(). Must outlive the cache.
+  Env* env = nullptr;
 };
 
 struct ExpertCacheStats {
