@@ -57,7 +57,7 @@ struct Holder {
   std::unique_ptr<quic::Endpoint> quic;
   std::shared_ptr<blob::BlobStore> store;
   blob::Blake3Hash blob_hash;
-  swarm::Identity id = swarm::Identity::Generate();
+  identity::Identity id = identity::Identity::Generate();
   std::thread loop;
 
   Holder() {
@@ -103,7 +103,7 @@ Holder& TheHolder() {
 }
 
 quic::QuicClient& TheClient() {
-  static auto c = quic::QuicClient::Start(swarm::Identity::Generate()).value().release();
+  static auto c = quic::QuicClient::Start(identity::Identity::Generate()).value().release();
   return *c;
 }
 

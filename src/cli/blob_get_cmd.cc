@@ -12,9 +12,9 @@
 #include "blob/blob_uri.h"
 #include "cli/command.h"
 #include "core/file.h"
+#include "identity/identity.h"
 #include "node/blob_transfer.h"
 #include "quic/iroh_blobs.h"
-#include "swarm/identity.h"
 
 namespace tenzro::cli {
 namespace {
@@ -28,7 +28,7 @@ struct GetArgs {
 Result<void> GetOverQuic(const blob::BlobUri& uri, const GetArgs& a, blob::BlobStore& store, nlohmann::json& report) {
   TENZRO_TRY(net::Endpoint addr, net::ParseEndpoint(uri.Param("addr")));
   quic::PeerAddr peer{uri.Param("node"), addr};
-  TENZRO_TRY(auto client, quic::QuicClient::Start(swarm::Identity::Generate()));
+  TENZRO_TRY(auto client, quic::QuicClient::Start(identity::Identity::Generate()));
   report["peer"] = peer.node_id.substr(0, 16) + "@" + addr.HostPort();
   report["transport"] = "quic";
   if (!a.ranges.empty() && a.ranges != "all") {

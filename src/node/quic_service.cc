@@ -5,12 +5,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "identity/identity.h"
 #include "net/json_http.h"
 #include "node/moe_services.h"
 #include "node/node.h"
 #include "quic/iroh_blobs.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 
 namespace tenzro::node {
 namespace {
@@ -87,7 +87,7 @@ Result<void> AddQuicService(Node& node) {
     return Ok();
   }
   TENZRO_TRY(net::Endpoint bind, net::ParseEndpoint(cfg.quic));
-  TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
+  TENZRO_TRY(identity::Identity id, identity::LoadOrCreateIdentity(cfg.data_dir));
   TENZRO_TRY(auto store, NodeBlobStore(node));
   auto st = std::make_shared<QuicState>();
   quic::EndpointOptions opts;

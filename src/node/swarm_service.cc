@@ -173,7 +173,7 @@ Result<std::shared_ptr<SwarmState>> StateOf(Node& node) {
   auto it = g_states.find(&node);
   if (it != g_states.end()) return it->second;
   const NodeConfig& cfg = node.config();
-  TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
+  TENZRO_TRY(identity::Identity id, identity::LoadOrCreateIdentity(cfg.data_dir));
   swarm::DhtOptions dopt;
   dopt.bind_host = cfg.dht_host;
   dopt.port = cfg.dht_port;

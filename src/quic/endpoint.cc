@@ -48,7 +48,7 @@ struct Endpoint::Socket {
 Endpoint::Endpoint(asio::io_context& io, EndpointOptions options)
     : io_(io), options_(options), alive_(std::make_shared<bool>(true)) {}
 
-Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const swarm::Identity& identity,
+Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const identity::Identity& identity,
                                                    const net::Endpoint& bind, EndpointOptions options) {
   TENZRO_TRY(udp::endpoint local, Resolve(bind));
   std::unique_ptr<Endpoint> ep(new Endpoint(io, options));

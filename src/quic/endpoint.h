@@ -36,11 +36,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "identity/identity.h"
 #include "net/url.h"
 #include "quic/connection.h"
 #include "quic/protocol.h"
 #include "quic/tls.h"
-#include "swarm/identity.h"
 
 namespace tenzro::quic {
 
@@ -70,7 +70,7 @@ class Endpoint {
  public:
   // Binds `bind` (an IP literal or "localhost"; port 0 picks one).
   // kInvalidArgument for a host that is not an IP; kIo when bind fails.
-  static Result<std::unique_ptr<Endpoint>> Create(boost::asio::io_context& io, const swarm::Identity& identity,
+  static Result<std::unique_ptr<Endpoint>> Create(boost::asio::io_context& io, const identity::Identity& identity,
                                                   const net::Endpoint& bind, EndpointOptions options = {});
   // Closes every connection (CONNECTION_CLOSE, best effort) and the socket.
   ~Endpoint();

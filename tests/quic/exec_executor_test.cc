@@ -5,9 +5,9 @@
 #include <atomic>
 
 #include "dispatch/exec_server.h"
+#include "identity/identity.h"
 #include "quic/exec_executor.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 
 namespace tenzro::quic {
 namespace {
@@ -58,7 +58,7 @@ class FakeHttp : public dispatch::Executor {
 };
 
 TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
-  swarm::Identity holder_id = swarm::Identity::Generate();
+  identity::Identity holder_id = identity::Identity::Generate();
   auto holder = QuicClient::Start(holder_id).value();
   auto runner = std::make_shared<DoublingRunner>();
   holder->RunOnLoop([&](Endpoint& ep) {
@@ -66,7 +66,7 @@ TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
       reply(dispatch::ServeExec(req, *runner));  // a test: inline, not on a pool
     }));
   });
-  auto client = QuicClient::Start(swarm::Identity::Generate()).value();
+  auto client = QuicClient::Start(identity::Identity::Generate()).value();
   auto http = std::make_shared<FakeHttp>();
   QuicExecutor ex(client.get(), http, [](const std::string&) { return std::string("http://127.0.0.1:1"); });
   std::string addr = holder->endpoint().local_endpoint().HostPort();
@@ -98,7 +98,7 @@ TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
   EXPECT_EQ(ex.fallbacks(), 1u);
 
   // A holder whose key is not the node id: refused, never retried on HTTP.
-  auto wrong = ex.Exec({swarm::Identity::Generate().node_id(), dispatch::Transport::kQuic, addr}, Request(),
+  auto wrong = ex.Exec({identity::Identity::Generate().node_id(), dispatch::Transport::kQuic, addr}, Request(),
                        std::chrono::seconds(5));
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().code(), ErrorCode::kPermissionDenied);
