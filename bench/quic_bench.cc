@@ -23,10 +23,10 @@
 #include "blob/blob_store.h"
 #include "dispatch/exec_route.h"
 #include "dispatch/executor.h"
+#include "dispatch/quic_executor.h"
 #include "net/router.h"
 #include "net/server.h"
 #include "node/blob_transfer.h"
-#include "quic/exec_executor.h"
 #include "quic/iroh_blobs.h"
 #include "quic/rpc.h"
 
@@ -130,7 +130,7 @@ void BM_ExecRtt(benchmark::State& state) {
   bool use_quic = state.range(0) == 1;
   auto tokens = static_cast<uint32_t>(state.range(1));
   Holder& h = TheHolder();
-  static quic::QuicExecutor qex(&TheClient());
+  static dispatch::QuicExecutor qex(&TheClient());
   static dispatch::HttpExecutor hex;
   dispatch::HolderTarget target = use_quic
                                       ? dispatch::HolderTarget{h.id.node_id(), dispatch::Transport::kQuic,

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "catalog/catalog.h"
+#include "dispatch/quic_executor.h"
 #include "net/json_http.h"
 #include "node/exec_service.h"
 #include "node/node.h"
@@ -13,7 +14,6 @@
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
 #include "node/swarm_service.h"
-#include "quic/exec_executor.h"
 
 namespace tenzro::node {
 namespace {
@@ -205,7 +205,7 @@ Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node) {
   // falling back to HTTP when the QUIC call itself fails.
   std::shared_ptr<dispatch::Executor> quic_exec;
   if (quic::QuicClient* qc = NodeQuicClient(node)) {
-    quic_exec = std::make_shared<quic::QuicExecutor>(qc, http, [urls](const std::string& node_id) {
+    quic_exec = std::make_shared<dispatch::QuicExecutor>(qc, http, [urls](const std::string& node_id) {
       std::lock_guard<std::mutex> lock(urls->mu);
       auto it = urls->by_node.find(node_id);
       return it == urls->by_node.end() ? std::string() : it->second;

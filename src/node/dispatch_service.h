@@ -31,7 +31,7 @@ class Node;
 // declarations from the swarm agent (NodeSwarm), own experts from the
 // expert runtime, executors local and HTTP. Its holder stats persist across
 // forwards. Executors: local (the node's runner), HTTP, and QUIC
-// (quic::QuicExecutor over NodeQuicClient, HTTP fallback) when the node runs
+// (dispatch::QuicExecutor over NodeQuicClient, HTTP fallback) when the node runs
 // a QUIC endpoint. kUnavailable when the swarm agent cannot start.
 Result<std::shared_ptr<dispatch::Dispatcher>> NodeDispatcher(Node& node);
 

@@ -16,7 +16,7 @@
 // Plugging into the swarm and the forward (their services own those files):
 //   swarm_service.cc:    if (auto q = NodeQuicAddress(node)) eps.push_back({"quic", *q});
 //   dispatch_service.cc: auto http = std::make_shared<dispatch::HttpExecutor>();
-//                        auto quic = NodeQuicClient(node) ? std::make_shared<quic::QuicExecutor>(
+//                        auto quic = NodeQuicClient(node) ? std::make_shared<dispatch::QuicExecutor>(
 //                            NodeQuicClient(node), http, /*node id -> its "http" endpoint*/ ...) : nullptr;
 //                        Dispatcher(s, local, http, quic)   // the planner then prefers QUIC
 // The node key is the same file for both (DATA_DIR/node.key), so a holder's
