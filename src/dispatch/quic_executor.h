@@ -23,7 +23,7 @@
 #include <string>
 
 #include "dispatch/executor.h"
-#include "quic/client.h"
+#include "quic/quic_client.h"
 
 namespace tenzro::dispatch {
 

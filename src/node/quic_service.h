@@ -27,7 +27,7 @@
 #include <string>
 
 #include "core/result.h"
-#include "quic/client.h"
+#include "quic/quic_client.h"
 
 namespace tenzro::node {
 

@@ -18,7 +18,7 @@
 // Initial are dropped and counted; so are Initials beyond max_connections.
 //
 // Thread-safety: loop thread only (the thread running the io_context), except
-// Create before the loop runs. QuicClient (client.h) is the facade for other
+// Create before the loop runs. QuicClient (quic_client.h) is the facade for other
 // threads.
 #pragma once
 

@@ -33,8 +33,8 @@
 #include "identity/identity.h"
 #include "node/node_config.h"
 #include "node/runtime_service.h"
-#include "quic/client.h"
 #include "quic/iroh_blobs.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
 #include "testutil/node_process.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "identity/identity.h"
-#include "quic/client.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
 
 namespace tenzro::quic {

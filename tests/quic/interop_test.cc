@@ -25,8 +25,8 @@
 
 #include "blob/blob_store.h"
 #include "identity/identity.h"
-#include "quic/client.h"
 #include "quic/iroh_blobs.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
 #include "testutil/testutil.h"
 

@@ -7,8 +7,8 @@
 #include "blob/blob_store.h"
 #include "core/file.h"
 #include "identity/identity.h"
-#include "quic/client.h"
 #include "quic/iroh_blobs.h"
+#include "quic/quic_client.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::quic {

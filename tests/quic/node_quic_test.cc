@@ -8,7 +8,7 @@
 
 #include "dispatch/exec_frame.h"
 #include "identity/identity.h"
-#include "quic/client.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
 #include "testutil/node_process.h"
 

@@ -1,4 +1,4 @@
-#include "quic/client.h"
+#include "quic/quic_client.h"
 
 #include <condition_variable>
 #include <deque>
