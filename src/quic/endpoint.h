@@ -54,6 +54,11 @@ struct EndpointOptions {
   uint64_t max_stream_window = 16u << 20;              // auto-tuning limits
   uint64_t max_connection_window = 64u << 20;
   int socket_buffer_bytes = 8 << 20;                   // SO_SNDBUF / SO_RCVBUF asked for
+  // ngtcp2's clock (monotonic nanoseconds) for every connection of the
+  // endpoint: loss detection, pacing, idle and handshake timeouts are
+  // computed from it. Empty = SteadyClockNs (connection.h). Tests inject a
+  // fake one; it is called on the loop thread only.
+  std::function<uint64_t()> now_ns;
 };
 
 struct EndpointStats {
