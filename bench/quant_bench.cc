@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/cpu.h"
-#include "quant/kernels.h"
+#include "quant/quantize_kernels.h"
 #include "quant/types.h"
 
 namespace {

@@ -23,12 +23,12 @@
 #include "blob/blob_store.h"
 #include "dispatch/exec_route.h"
 #include "dispatch/executor.h"
+#include "dispatch/quic_executor.h"
 #include "net/router.h"
 #include "net/server.h"
-#include "transfer/http_blobs.h"
-#include "quic/exec_executor.h"
 #include "quic/iroh_blobs.h"
 #include "quic/rpc.h"
+#include "transfer/http_blobs.h"
 
 namespace {
 
@@ -57,7 +57,7 @@ struct Holder {
   std::unique_ptr<quic::Endpoint> quic;
   std::shared_ptr<blob::BlobStore> store;
   blob::Blake3Hash blob_hash;
-  swarm::Identity id = swarm::Identity::Generate();
+  identity::Identity id = identity::Identity::Generate();
   std::thread loop;
 
   Holder() {
@@ -103,7 +103,7 @@ Holder& TheHolder() {
 }
 
 quic::QuicClient& TheClient() {
-  static auto c = quic::QuicClient::Start(swarm::Identity::Generate()).value().release();
+  static auto c = quic::QuicClient::Start(identity::Identity::Generate()).value().release();
   return *c;
 }
 
@@ -130,7 +130,7 @@ void BM_ExecRtt(benchmark::State& state) {
   bool use_quic = state.range(0) == 1;
   auto tokens = static_cast<uint32_t>(state.range(1));
   Holder& h = TheHolder();
-  static quic::QuicExecutor qex(&TheClient());
+  static dispatch::QuicExecutor qex(&TheClient());
   static dispatch::HttpExecutor hex;
   dispatch::HolderTarget target = use_quic
                                       ? dispatch::HolderTarget{h.id.node_id(), dispatch::Transport::kQuic,

@@ -58,8 +58,20 @@ endfunction()
 # files must compile for every target.
 # net, quic, node and the json-using modules listed above get a precompiled
 # header.
+# Modules are added in TENZRO_MODULES order (src/CMakeLists.txt), so a module
+# may only link modules added before it: a DEPS entry tenzro_<m> that is not
+# a target yet (a module later in the order, or a typo) stops the configure.
+# scripts/check-deps checks the same edges against the #includes and
+# docs/architecture.md.
 function(tenzro_module name)
   cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  foreach(dep ${M_DEPS})
+    if(dep MATCHES "^tenzro_[A-Za-z0-9_]+$" AND NOT TARGET ${dep})
+      string(REPLACE ";" " " order "${TENZRO_MODULES}")
+      message(FATAL_ERROR "module ${name} links ${dep}, which is not defined yet: a module may only link "
+        "modules before it in TENZRO_MODULES (${order}; CMakeLists.txt)")
+    endif()
+  endforeach()
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   if(NOT TENZRO_ARCH STREQUAL "x86_64")
     list(FILTER srcs EXCLUDE REGEX "_(avx2|avx512)\\.cc$")

@@ -12,11 +12,10 @@
 #include "blob/blob_uri.h"
 #include "cli/command.h"
 #include "core/file.h"
-#include "transfer/http_blobs.h"
-#include "quic/client.h"
+#include "identity/identity.h"
+#include "quic/quic_client.h"
 #include "transfer/http_fetcher.h"
 #include "transfer/quic_fetcher.h"
-#include "swarm/identity.h"
 
 namespace tenzro::cli {
 namespace {
@@ -41,7 +40,7 @@ std::optional<transfer::BlobSource> SourceOf(const blob::BlobUri& uri, const Get
 Result<std::unique_ptr<transfer::BlobFetcher>> FetcherFor(const transfer::BlobSource& src,
                                                           std::unique_ptr<quic::QuicClient>& client) {
   if (src.kind == "http") return std::unique_ptr<transfer::BlobFetcher>(std::make_unique<transfer::HttpBlobFetcher>());
-  TENZRO_TRY(client, quic::QuicClient::Start(swarm::Identity::Generate()));
+  TENZRO_TRY(client, quic::QuicClient::Start(identity::Identity::Generate()));
   return std::unique_ptr<transfer::BlobFetcher>(std::make_unique<transfer::QuicBlobFetcher>(client.get()));
 }
 

@@ -6,13 +6,13 @@
 #include <random>
 
 #include "catalog/catalog.h"
+#include "dispatch/quic_executor.h"
 #include "net/json_http.h"
 #include "node/exec_service.h"
 #include "node/node.h"
 #include "node/node_metrics.h"
 #include "node/quic_service.h"
 #include "node/runtime_service.h"
-#include "quic/exec_executor.h"
 
 namespace tenzro::node {
 namespace {
@@ -199,7 +199,7 @@ std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder:
   // QUIC for holders that advertise it (when this node runs an endpoint),
   // falling back to HTTP when the QUIC call itself fails.
   // The executor keeps the node's QUIC state (endpoint and client) alive.
-  struct QuicExec : quic::QuicExecutor {
+  struct QuicExec : dispatch::QuicExecutor {
     QuicExec(std::shared_ptr<QuicState> q, std::shared_ptr<dispatch::Executor> fallback,
              std::function<std::string(const std::string&)> http_of)
         : QuicExecutor(q->client.get(), std::move(fallback), std::move(http_of)), state(std::move(q)) {}

@@ -3,11 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "identity/identity.h"
 #include "net/json_http.h"
 #include "node/node.h"
 #include "quic/iroh_blobs.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 
 namespace tenzro::node {
 namespace {
@@ -70,7 +70,7 @@ Result<std::shared_ptr<QuicState>> AddQuicService(Node& node, std::shared_ptr<bl
     return std::shared_ptr<QuicState>();
   }
   TENZRO_TRY(net::Endpoint bind, net::ParseEndpoint(cfg.quic));
-  TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
+  TENZRO_TRY(identity::Identity id, identity::LoadOrCreateIdentity(cfg.data_dir));
   auto st = std::make_shared<QuicState>();
   quic::EndpointOptions opts;
   TENZRO_TRY(st->endpoint, quic::Endpoint::Create(node.io(), id, bind, opts));

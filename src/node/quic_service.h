@@ -24,10 +24,10 @@
 #include <optional>
 #include <string>
 
-#include "core/result.h"
 #include "blob/blob_store.h"
-#include "quic/client.h"
+#include "core/result.h"
 #include "quic/endpoint.h"
+#include "quic/quic_client.h"
 
 namespace tenzro::node {
 

@@ -158,7 +158,7 @@ std::vector<transfer::BlobSource> BlobProviderSources(SwarmState& st, const std:
 Result<std::shared_ptr<SwarmState>> StartSwarm(Node& node, std::shared_ptr<holder::ExpertRuntime> rt,
                                                const std::optional<std::string>& quic_address) {
   const NodeConfig& cfg = node.config();
-  TENZRO_TRY(swarm::Identity id, swarm::LoadOrCreateIdentity(cfg.data_dir));
+  TENZRO_TRY(identity::Identity id, identity::LoadOrCreateIdentity(cfg.data_dir));
   swarm::DhtOptions dopt;
   dopt.bind_host = cfg.dht_host;
   dopt.port = cfg.dht_port;

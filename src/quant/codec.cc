@@ -1,5 +1,5 @@
 // ISA selection and the row drivers behind types.h QuantizeRows /
-// DequantizeRows and kernels.h GetCodec.
+// DequantizeRows and quantize_kernels.h GetCodec.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/cpu.h"
-#include "quant/kernels.h"
+#include "quant/quantize_kernels.h"
 #include "quant/types.h"
 
 namespace tenzro::quant {
@@ -29,7 +29,7 @@ Codec RefCodec(GgmlType type) {
   }
 }
 
-// The SIMD codecs exist on x86-64 only (quants_avx2.cc, kquants_avx2.cc,
+// The SIMD codecs exist on x86-64 only (quants_avx2.cc, quantize_kquants_avx2.cc,
 // quants_avx512.cc); elsewhere every ISA above scalar is unsupported
 // (core/cpu.h reports no x86 flags) and the overlays are empty.
 #if defined(__x86_64__)

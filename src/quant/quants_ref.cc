@@ -7,7 +7,7 @@
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
-#include "quant/kernels.h"
+#include "quant/quantize_kernels.h"
 
 namespace tenzro::quant::ref {
 namespace {

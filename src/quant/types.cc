@@ -3,13 +3,13 @@
 #include <cctype>
 #include <iterator>
 
-#include "quant/kernels.h"
+#include "quant/quantize_kernels.h"
 
 namespace tenzro::quant {
 namespace {
 
 // The table. Kernels are installed on first use (TableBegin()) with the best
-// variant this CPU runs (kernels.h); entries with null kernels are sizes-only.
+// variant this CPU runs (quantize_kernels.h); entries with null kernels are sizes-only.
 TypeTraits kTraits[] = {
     {GgmlType::F32, "f32", 1, 4, false, nullptr, nullptr},
     {GgmlType::F16, "f16", 1, 2, false, nullptr, nullptr},

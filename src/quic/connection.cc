@@ -17,7 +17,7 @@ namespace tenzro::quic {
 namespace asio = boost::asio;
 using udp = asio::ip::udp;
 
-uint64_t Now() {
+uint64_t SteadyClockNs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
@@ -211,7 +211,13 @@ struct Connection::Callbacks {
 // ---- Connection ----
 
 Connection::Connection(Endpoint* ep, bool server, const udp::endpoint& remote, std::string alpn)
-    : ep_(ep), server_(server), remote_(remote), alpn_(std::move(alpn)), timer_(ep->io()), close_timer_(ep->io()) {}
+    : ep_(ep),
+      now_ns_(ep->options().now_ns),
+      server_(server),
+      remote_(remote),
+      alpn_(std::move(alpn)),
+      timer_(ep->io()),
+      close_timer_(ep->io()) {}
 
 Connection::~Connection() {
   if (conn_) ngtcp2_conn_del(conn_);
@@ -248,11 +254,11 @@ void TracePrintf(void*, const char* format, ...) {
   std::fputc('\n', stderr);
 }
 
-void FillSettings(const EndpointOptions& o, ngtcp2_settings* s) {
+void FillSettings(const EndpointOptions& o, uint64_t now, ngtcp2_settings* s) {
   ngtcp2_settings_default(s);
   static const bool trace = std::getenv("TENZRO_QUIC_TRACE") != nullptr;
   if (trace) s->log_printf = TracePrintf;
-  s->initial_ts = Now();
+  s->initial_ts = now;
   s->cc_algo = NGTCP2_CC_ALGO_CUBIC;
   s->max_window = o.max_connection_window;
   s->max_stream_window = o.max_stream_window;
@@ -284,7 +290,7 @@ Result<std::shared_ptr<Connection>> Connection::Dial(Endpoint* ep, const PublicK
   scid.datalen = kCidBytes;
   RandomBytes(scid.data, scid.datalen);
   ngtcp2_settings settings;
-  FillSettings(ep->options(), &settings);
+  FillSettings(ep->options(), c->Now(), &settings);
   ngtcp2_transport_params params;
   FillParams(ep->options(), false, &params);
   ngtcp2_callbacks cb = Callbacks::Make(false);
@@ -305,7 +311,7 @@ Result<std::shared_ptr<Connection>> Connection::Accept(Endpoint* ep, const ngtcp
   scid.datalen = kCidBytes;
   RandomBytes(scid.data, scid.datalen);
   ngtcp2_settings settings;
-  FillSettings(ep->options(), &settings);
+  FillSettings(ep->options(), c->Now(), &settings);
   settings.token = hd.token;
   ngtcp2_transport_params params;
   FillParams(ep->options(), true, &params);

@@ -5,7 +5,8 @@
 // ids; it writes packets back through the Endpoint's socket (batched), keeps
 // the ngtcp2 timer (loss recovery, pacing, idle timeout) armed on the
 // io_context, and reports its end to the Endpoint, which then forgets it.
-// ngtcp2 never sees a socket or a clock: time is passed in (Now()).
+// ngtcp2 never sees a socket or a clock: time is passed in, read from the
+// endpoint's clock (EndpointOptions::now_ns, steady_clock unless injected).
 //
 // Client connections check the server's key against the node id they dial
 // (tls.h); server connections learn the client's node id from its key.
@@ -43,8 +44,8 @@ class Endpoint;
 // not carry a length).
 inline constexpr size_t kCidBytes = 16;
 
-// ngtcp2's clock: monotonic nanoseconds.
-uint64_t Now();
+// The default clock of ngtcp2: std::chrono::steady_clock in nanoseconds.
+uint64_t SteadyClockNs();
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -118,6 +119,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AfterIo();
   void TryOpenPending();
   Stream* NextToSend();
+  // Now on the endpoint's clock (EndpointOptions::now_ns), in nanoseconds.
+  uint64_t Now() const { return now_ns_(); }
 
   // From callbacks.
   int OnHandshakeCompleted();
@@ -127,6 +130,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnStreamAbortedByPeer(int64_t id, uint64_t code, const char* what);
 
   Endpoint* ep_;  // null once the endpoint is gone
+  std::function<uint64_t()> now_ns_;  // the endpoint's clock (copied: outlives ep_)
   bool server_;
   boost::asio::ip::udp::endpoint remote_;
   std::string alpn_;

@@ -46,12 +46,15 @@ struct Endpoint::Socket {
 };
 
 Endpoint::Endpoint(asio::io_context& io, EndpointOptions options)
-    : io_(io), options_(options), alive_(std::make_shared<bool>(true)) {}
+    : io_(io), options_(std::move(options)), alive_(std::make_shared<bool>(true)) {
+  if (!options_.now_ns) options_.now_ns = SteadyClockNs;
+}
 
-Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const swarm::Identity& identity,
+Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const identity::Identity& identity,
                                                    const net::Endpoint& bind, EndpointOptions options) {
   TENZRO_TRY(udp::endpoint local, Resolve(bind));
-  std::unique_ptr<Endpoint> ep(new Endpoint(io, options));
+  int sz = options.socket_buffer_bytes;
+  std::unique_ptr<Endpoint> ep(new Endpoint(io, std::move(options)));
   ep->node_id_ = identity.node_id();
   TENZRO_TRY(ep->tls_, TlsContext::Create(identity));
   gnutls_rnd(GNUTLS_RND_KEY, ep->reset_secret_.data(), ep->reset_secret_.size());
@@ -62,7 +65,6 @@ Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const s
   if (!ec) s.bind(local, ec);
   if (ec) return Error::Io("cannot bind QUIC UDP socket {}: {}", bind.HostPort(), ec.message());
   s.non_blocking(true, ec);
-  int sz = options.socket_buffer_bytes;
   ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
   ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
   udp::endpoint bound = s.local_endpoint(ec);

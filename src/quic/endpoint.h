@@ -18,7 +18,7 @@
 // Initial are dropped and counted; so are Initials beyond max_connections.
 //
 // Thread-safety: loop thread only (the thread running the io_context), except
-// Create before the loop runs. QuicClient (client.h) is the facade for other
+// Create before the loop runs. QuicClient (quic_client.h) is the facade for other
 // threads.
 #pragma once
 
@@ -36,11 +36,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "identity/identity.h"
 #include "net/url.h"
 #include "quic/connection.h"
 #include "quic/protocol.h"
 #include "quic/tls.h"
-#include "swarm/identity.h"
 
 namespace tenzro::quic {
 
@@ -54,6 +54,11 @@ struct EndpointOptions {
   uint64_t max_stream_window = 16u << 20;              // auto-tuning limits
   uint64_t max_connection_window = 64u << 20;
   int socket_buffer_bytes = 8 << 20;                   // SO_SNDBUF / SO_RCVBUF asked for
+  // ngtcp2's clock (monotonic nanoseconds) for every connection of the
+  // endpoint: loss detection, pacing, idle and handshake timeouts are
+  // computed from it. Empty = SteadyClockNs (connection.h). Tests inject a
+  // fake one; it is called on the loop thread only.
+  std::function<uint64_t()> now_ns;
 };
 
 struct EndpointStats {
@@ -70,7 +75,7 @@ class Endpoint {
  public:
   // Binds `bind` (an IP literal or "localhost"; port 0 picks one).
   // kInvalidArgument for a host that is not an IP; kIo when bind fails.
-  static Result<std::unique_ptr<Endpoint>> Create(boost::asio::io_context& io, const swarm::Identity& identity,
+  static Result<std::unique_ptr<Endpoint>> Create(boost::asio::io_context& io, const identity::Identity& identity,
                                                   const net::Endpoint& bind, EndpointOptions options = {});
   // Closes every connection (CONNECTION_CLOSE, best effort) and the socket.
   ~Endpoint();

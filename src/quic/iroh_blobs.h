@@ -29,8 +29,8 @@
 #include "core/bytes.h"
 #include "core/result.h"
 #include "core/thread_pool.h"
-#include "quic/client.h"
 #include "quic/protocol.h"
+#include "quic/quic_client.h"
 
 namespace tenzro::quic {
 

@@ -3,7 +3,7 @@
 // A node's TLS "certificate" is its Ed25519 public key as an RFC 7250 raw
 // public key: the 44-byte DER SubjectPublicKeyInfo
 //   30 2a 30 05 06 03 2b 65 70 03 21 00 || key(32)
-// and its node id is that key (64 lower-case hex, swarm/identity.h). iroh
+// and its node id is that key (64 lower-case hex, identity/identity.h). iroh
 // dialers also name the server in SNI as "<base32-dnssec(key)>.iroh.invalid".
 // Pure functions; thread-safe.
 #pragma once

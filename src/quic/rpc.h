@@ -24,8 +24,8 @@
 
 #include "core/bytes.h"
 #include "core/result.h"
-#include "quic/client.h"
 #include "quic/protocol.h"
+#include "quic/quic_client.h"
 
 namespace tenzro::quic {
 

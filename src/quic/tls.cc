@@ -45,7 +45,7 @@ int VerifyPeer(gnutls_session_t session) {
 
 }  // namespace
 
-Result<std::shared_ptr<TlsContext>> TlsContext::Create(const swarm::Identity& identity) {
+Result<std::shared_ptr<TlsContext>> TlsContext::Create(const identity::Identity& identity) {
   std::shared_ptr<TlsContext> ctx(new TlsContext());
   int rv = gnutls_certificate_allocate_credentials(&ctx->cred_);
   if (rv != 0) return TlsError("gnutls_certificate_allocate_credentials", rv);

@@ -24,8 +24,8 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 
 #include "core/result.h"
+#include "identity/identity.h"
 #include "quic/peer_key.h"
-#include "swarm/identity.h"
 
 namespace tenzro::quic {
 
@@ -40,7 +40,7 @@ struct TlsSessionRef {
 class TlsContext {
  public:
   // kInternal if GnuTLS refuses the key (it never should for a valid seed).
-  static Result<std::shared_ptr<TlsContext>> Create(const swarm::Identity& identity);
+  static Result<std::shared_ptr<TlsContext>> Create(const identity::Identity& identity);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;

@@ -25,8 +25,8 @@
 #include "model/hparams.h"
 #include "model/moe_executor.h"
 #include "serve/live_stats.h"
-#include "serve/metrics.h"
 #include "serve/scheduler.h"
+#include "serve/serve_metrics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tenzro::serve {

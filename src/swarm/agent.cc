@@ -24,7 +24,7 @@ int64_t UnixMillis() {
       .count();
 }
 
-SwarmAgent::SwarmAgent(std::shared_ptr<DiscoveryTransport> transport, Identity identity,
+SwarmAgent::SwarmAgent(std::shared_ptr<DiscoveryTransport> transport, identity::Identity identity,
                        std::vector<Endpoint> endpoints, AgentOptions options, HoldingsFn holdings, Clock clock)
     : transport_(std::move(transport)),
       identity_(std::move(identity)),

@@ -36,9 +36,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "identity/identity.h"
 #include "swarm/declaration.h"
 #include "swarm/declaration_table.h"
-#include "swarm/identity.h"
 #include "swarm/provider.h"
 #include "swarm/transport.h"
 
@@ -61,8 +61,8 @@ class SwarmAgent {
   // gates, memory_budget and free_bytes filled in (other fields are ignored).
   using HoldingsFn = std::function<std::vector<Declaration>()>;
 
-  SwarmAgent(std::shared_ptr<DiscoveryTransport> transport, Identity identity, std::vector<Endpoint> endpoints,
-             AgentOptions options, HoldingsFn holdings, Clock clock = UnixMillis);
+  SwarmAgent(std::shared_ptr<DiscoveryTransport> transport, identity::Identity identity,
+             std::vector<Endpoint> endpoints, AgentOptions options, HoldingsFn holdings, Clock clock = UnixMillis);
   ~SwarmAgent();  // Stop(true)
   SwarmAgent(const SwarmAgent&) = delete;
   SwarmAgent& operator=(const SwarmAgent&) = delete;
@@ -124,7 +124,7 @@ class SwarmAgent {
   void Loop();
 
   std::shared_ptr<DiscoveryTransport> transport_;
-  Identity identity_;
+  identity::Identity identity_;
   std::vector<Endpoint> endpoints_;
   AgentOptions options_;
   HoldingsFn holdings_;

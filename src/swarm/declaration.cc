@@ -115,7 +115,8 @@ Result<Declaration> DeclarationFromJson(const json& j) {
   if (!j.is_object()) return Error::Corruption("declaration: body is not a JSON object");
   Declaration d;
   TENZRO_TRY(d.node_id, GetString(j, "node_id", ""));
-  if (!IsValidNodeId(d.node_id)) return Error::Corruption("declaration: node_id is not 64 lower-case hex digits");
+  if (!identity::IsValidNodeId(d.node_id))
+    return Error::Corruption("declaration: node_id is not 64 lower-case hex digits");
   TENZRO_TRY(d.model, GetString(j, "model", ""));
   TENZRO_TRY(d.memory_budget, GetU64(j, "memory_budget", ""));
   TENZRO_TRY(d.free_bytes, GetU64(j, "free_bytes", ""));
@@ -238,7 +239,7 @@ Result<std::string> CanonicalBody(const Declaration& d) {
 
 }  // namespace
 
-Result<std::string> EncodeRecord(const Declaration& d, const Identity& id) {
+Result<std::string> EncodeRecord(const Declaration& d, const identity::Identity& id) {
   if (d.node_id != id.node_id()) {
     return Error::InvalidArgument("declaration: node_id {} is not the signing identity {}", d.node_id, id.node_id());
   }

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
-#include "swarm/identity.h"
+#include "identity/identity.h"
 
 namespace tenzro::swarm {
 
@@ -98,7 +98,7 @@ Result<Declaration> DeclarationFromJson(const nlohmann::json& j);
 // Signs `d` and returns the wire record {"body":..,"sig":..,"v":1}.
 // kInvalidArgument if d.node_id != id.node_id() or d is out of range;
 // kResourceExhausted if the record exceeds kMaxRecordBytes (use Split).
-Result<std::string> EncodeRecord(const Declaration& d, const Identity& id);
+Result<std::string> EncodeRecord(const Declaration& d, const identity::Identity& id);
 
 // Full validation of an untrusted record: size <= kMaxRecordBytes, JSON,
 // envelope and body fields, node id, signature over the body by node_id.

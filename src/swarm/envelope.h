@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
-#include "swarm/identity.h"
+#include "identity/identity.h"
 
 namespace tenzro::swarm {
 
@@ -24,7 +24,7 @@ inline constexpr int kEnvelopeVersion = 1;
 size_t EnvelopeBytes(const std::string& body_text);
 
 // Signs domain || body_text with `id` and wraps it.
-std::string SealEnvelope(std::string_view domain, const std::string& body_text, const Identity& id);
+std::string SealEnvelope(std::string_view domain, const std::string& body_text, const identity::Identity& id);
 
 // Parses and verifies an untrusted record of at most `max_bytes`; returns the
 // body object. `what` names the record kind in errors ("declaration record").

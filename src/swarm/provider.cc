@@ -36,7 +36,7 @@ json Body(const ProviderRecord& r) {
 
 }  // namespace
 
-Result<std::string> EncodeProviderRecord(const ProviderRecord& r, const Identity& id) {
+Result<std::string> EncodeProviderRecord(const ProviderRecord& r, const identity::Identity& id) {
   if (r.node_id != id.node_id())
     return Error::InvalidArgument("provider record: node_id {} is not the signing identity {}", r.node_id, id.node_id());
   if (!IsHex64(r.blob_hash)) return Error::InvalidArgument("provider record: hash '{}' is not 64 hex digits", r.blob_hash);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/result.h"
+#include "identity/identity.h"
 #include "swarm/declaration.h"
-#include "swarm/identity.h"
 
 namespace tenzro::swarm {
 
@@ -35,7 +35,7 @@ struct ProviderRecord {
 
 // Signs `r` ({"body":..,"sig":..,"v":1}). kInvalidArgument if r.node_id is not
 // id's node id or the hash is malformed.
-Result<std::string> EncodeProviderRecord(const ProviderRecord& r, const Identity& id);
+Result<std::string> EncodeProviderRecord(const ProviderRecord& r, const identity::Identity& id);
 // Full validation of an untrusted record: kCorruption (malformed),
 // kUnsupported (unknown "v"), kPermissionDenied (bad signature).
 Result<ProviderRecord> DecodeProviderRecord(std::string_view record);

@@ -4,7 +4,7 @@
 // peer's node id: the handshake checks the key it presents.
 #pragma once
 
-#include "quic/client.h"
+#include "quic/quic_client.h"
 #include "quic/iroh_blobs.h"
 #include "transfer/fetcher.h"
 

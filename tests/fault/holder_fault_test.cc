@@ -19,10 +19,10 @@
 #include <mutex>
 
 #include "fault/fault_util.h"
+#include "identity/identity.h"
 #include "swarm/agent.h"
 #include "swarm/declaration.h"
 #include "swarm/dht_transport.h"
-#include "swarm/identity.h"
 #include "swarm/transport.h"
 #include "swarm/value_id.h"
 
@@ -280,7 +280,7 @@ TEST_F(HolderFaultTest, TruncatedExecAnswer) {
   dopt.bootstrap = {DhtAddr(n()[0])};
   auto dht = swarm::DhtTransport::Start(dopt);
   ASSERT_TRUE(dht) << dht.error().ToString();
-  swarm::Identity bad = swarm::Identity::Generate();
+  identity::Identity bad = identity::Identity::Generate();
   swarm::Declaration d;
   d.node_id = bad.node_id();
   d.model = kModel;

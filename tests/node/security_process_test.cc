@@ -30,12 +30,12 @@
 #include "core/bytes.h"
 #include "core/file.h"
 #include "dispatch/exec_frame.h"
+#include "identity/identity.h"
 #include "node/node_config.h"
 #include "node/runtime_service.h"
-#include "quic/client.h"
 #include "quic/iroh_blobs.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 #include "testutil/node_process.h"
 
 namespace tenzro::node {
@@ -280,8 +280,8 @@ TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
   // error reply; its blob streams too. Peer B is still served.
   const std::string node_id = n.node_json["node_id"];
   quic::PeerAddr peer{node_id, net::ParseEndpoint(n.node_json["quic"]["address"].get<std::string>()).value()};
-  auto a = quic::QuicClient::Start(swarm::Identity::Generate()).value();
-  auto b = quic::QuicClient::Start(swarm::Identity::Generate()).value();
+  auto a = quic::QuicClient::Start(identity::Identity::Generate()).value();
+  auto b = quic::QuicClient::Start(identity::Identity::Generate()).value();
   const Bytes garbage = {'n', 'o', 't', ' ', 'a', ' ', 'f', 'r', 'a', 'm', 'e'};
   for (int i = 0; i < 5; ++i) {
     auto r = quic::CallRpc(*a, peer, quic::kExecAlpn, garbage);

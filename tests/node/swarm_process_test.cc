@@ -148,7 +148,7 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
     genuine = *(*stranger)->Get(key);
     return genuine.size() >= 4;
   }, std::chrono::seconds(20)));
-  swarm::Identity mallory = swarm::Identity::Generate();
+  identity::Identity mallory = identity::Identity::Generate();
   std::string replay;
   // Storing nodes keep a record only at its own value id (value_id.h), so a
   // replay can only go where B's current record is, until B's next refresh

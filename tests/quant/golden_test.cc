@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/file.h"
-#include "quant/kernels.h"
+#include "quant/quantize_kernels.h"
 #include "quant/types.h"
 #include "testutil/testutil.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "quant/fp16.h"
-#include "quant/kernels.h"
+#include "quant/quantize_kernels.h"
 #include "quant/types.h"
 
 namespace tenzro::quant {

@@ -9,9 +9,9 @@
 #include <atomic>
 #include <thread>
 
-#include "quic/client.h"
+#include "identity/identity.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 
 namespace tenzro::quic {
 namespace {
@@ -53,8 +53,8 @@ class QuicEndpointTest : public ::testing::Test {
   }
   Result<Bytes> Echo(QuicClient& c, ByteSpan req, CallOptions o = {}) { return CallRpc(c, Server(), kEchoAlpn, req, o); }
 
-  swarm::Identity server_id_ = swarm::Identity::Generate();
-  swarm::Identity client_id_ = swarm::Identity::Generate();
+  identity::Identity server_id_ = identity::Identity::Generate();
+  identity::Identity client_id_ = identity::Identity::Generate();
   std::unique_ptr<QuicClient> server_;
   net::Endpoint addr_;
   std::string last_peer_;
@@ -123,7 +123,7 @@ TEST_F(QuicEndpointTest, HandlerErrorsKeepTheirCode) {
 TEST_F(QuicEndpointTest, WrongNodeIdIsRefusedInTheHandshakeAndTheServerKeepsServing) {
   StartServer();
   auto client = QuicClient::Start(client_id_).value();
-  swarm::Identity other = swarm::Identity::Generate();
+  identity::Identity other = identity::Identity::Generate();
   Bytes req = Pattern(10, 1);
   auto r = CallRpc(*client, {other.node_id(), addr_}, kEchoAlpn, req);
   ASSERT_FALSE(r);

@@ -24,10 +24,10 @@
 #include <nlohmann/json.hpp>
 
 #include "blob/blob_store.h"
-#include "quic/client.h"
+#include "identity/identity.h"
 #include "quic/iroh_blobs.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::quic {
@@ -110,7 +110,7 @@ void EndpointBothDirections() {
   testing::TempDir dir;
   std::string modules = Modules("iroh1");
   std::string script = ScriptDir() + "/endpoint_peer.mjs";
-  swarm::Identity me = swarm::Identity::Generate();
+  identity::Identity me = identity::Identity::Generate();
   auto ours = QuicClient::Start(me).value();
   ours->RunOnLoop([](Endpoint& ep) {
     ep.AddProtocol(kExecAlpn, MakeRpcProtocol(ep.io(), [](const std::string& peer, Bytes req, Reply reply) {
@@ -155,7 +155,7 @@ void EndpointBothDirections() {
   Report("tenzro dials iroh@1.1.0, ALPN iroh/echo/0: OK (iroh saw node " + me.node_id().substr(0, 12) + ")");
 
   // 4. We dial iroh expecting another node id: refused in the handshake.
-  auto wrong = ours->Request({swarm::Identity::Generate().node_id(), their_addr}, "iroh/echo/0",
+  auto wrong = ours->Request({identity::Identity::Generate().node_id(), their_addr}, "iroh/echo/0",
                              ByteSpan(reinterpret_cast<const uint8_t*>(msg.data()), msg.size()));
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().code(), ErrorCode::kPermissionDenied) << wrong.error().ToString();
@@ -166,7 +166,7 @@ void BlobsAgainstIroh035() {
   testing::TempDir dir;
   std::string modules = Modules("iroh035");
   std::string script = ScriptDir() + "/blobs_peer.mjs";
-  swarm::Identity me = swarm::Identity::Generate();
+  identity::Identity me = identity::Identity::Generate();
   auto store = std::shared_ptr<blob::BlobStore>(blob::BlobStore::Open(dir.Join("store")).value());
   ThreadPool pool(2, "blobs");
   auto ours = QuicClient::Start(me).value();

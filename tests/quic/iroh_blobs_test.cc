@@ -6,9 +6,9 @@
 
 #include "blob/blob_store.h"
 #include "core/file.h"
-#include "quic/client.h"
+#include "identity/identity.h"
 #include "quic/iroh_blobs.h"
-#include "swarm/identity.h"
+#include "quic/quic_client.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::quic {
@@ -32,14 +32,14 @@ class IrohBlobsLoopback : public ::testing::Test {
     store_ = std::shared_ptr<blob::BlobStore>(blob::BlobStore::Open(dir_.Join("provider")).value());
     server_ = QuicClient::Start(server_id_).value();
     server_->RunOnLoop([&](Endpoint& ep) { ep.AddProtocol(kIrohBlobsAlpn, MakeBlobsProvider(ep.io(), store_, &pool_)); });
-    client_ = QuicClient::Start(swarm::Identity::Generate()).value();
+    client_ = QuicClient::Start(identity::Identity::Generate()).value();
   }
   PeerAddr Provider() { return {server_id_.node_id(), server_->endpoint().local_endpoint()}; }
 
   testing::TempDir dir_;
   ThreadPool pool_{2, "blobs"};
   std::shared_ptr<blob::BlobStore> store_;
-  swarm::Identity server_id_ = swarm::Identity::Generate();
+  identity::Identity server_id_ = identity::Identity::Generate();
   std::unique_ptr<QuicClient> server_, client_;
 };
 

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dispatch/exec_frame.h"
-#include "quic/client.h"
+#include "identity/identity.h"
+#include "quic/quic_client.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 #include "testutil/node_process.h"
 
 namespace tenzro::quic {
@@ -25,7 +25,7 @@ TEST(NodeQuic, NodeJsonBlobGetOverQuicExecAndStatus) {
   ASSERT_TRUE(n.running());
 
   // node.json: node id (= the key in node.key), QUIC address, ALPNs.
-  swarm::Identity id = swarm::LoadOrCreateIdentity(dir).value();
+  identity::Identity id = identity::LoadOrCreateIdentity(dir).value();
   ASSERT_TRUE(n.node_json.contains("quic")) << n.node_json.dump(2);
   EXPECT_EQ(n.node_json["node_id"], id.node_id());
   std::string addr = n.node_json["quic"]["address"];
@@ -55,13 +55,13 @@ TEST(NodeQuic, NodeJsonBlobGetOverQuicExecAndStatus) {
   ASSERT_EQ(last.exit_code, 0) << last.out << last.err;
   EXPECT_EQ(json::parse(last.out)["size"], data.size());
   // Naming another node id at that address: refused in the handshake (exit 8).
-  std::string wrong = "tenzro://blob/" + hash + "?node=" + swarm::Identity::Generate().node_id() + "&addr=" + addr;
+  std::string wrong = "tenzro://blob/" + hash + "?node=" + identity::Identity::Generate().node_id() + "&addr=" + addr;
   auto refused = testing::RunTenzro({"--data-dir", tmp.Join("getter3"), "blob", "get", wrong});
   EXPECT_EQ(refused.exit_code, 8) << refused.out << refused.err;
 
   // Exec over QUIC reaches POST /v1/moe/exec: a malformed frame gets an
   // exec error frame back (not a transport error), and the node keeps serving.
-  auto client = QuicClient::Start(swarm::Identity::Generate()).value();
+  auto client = QuicClient::Start(identity::Identity::Generate()).value();
   PeerAddr peer{id.node_id(), net::ParseEndpoint(addr).value()};
   Bytes garbage = {'n', 'o', 't', ' ', 'a', ' ', 'f', 'r', 'a', 'm', 'e'};
   auto reply = CallRpc(*client, peer, kExecAlpn, garbage);

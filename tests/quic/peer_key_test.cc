@@ -1,13 +1,13 @@
 #include <gtest/gtest.h>
 
+#include "identity/identity.h"
 #include "quic/peer_key.h"
-#include "swarm/identity.h"
 
 namespace tenzro::quic {
 namespace {
 
 TEST(PeerKey, SpkiRoundTripAndRejects) {
-  swarm::Identity id = swarm::Identity::Generate();
+  identity::Identity id = identity::Identity::Generate();
   auto spki = EncodeSpki(id.public_key());
   EXPECT_EQ(spki[0], 0x30);
   EXPECT_EQ(spki[1], 0x2a);
@@ -21,7 +21,7 @@ TEST(PeerKey, SpkiRoundTripAndRejects) {
 }
 
 TEST(PeerKey, NodeIds) {
-  swarm::Identity id = swarm::Identity::Generate();
+  identity::Identity id = identity::Identity::Generate();
   auto k = ParseNodeId(id.node_id());
   ASSERT_TRUE(k);
   EXPECT_EQ(*k, id.public_key());
@@ -33,7 +33,7 @@ TEST(PeerKey, NodeIds) {
 
 // iroh's own snapshot (iroh/src/tls/name.rs): the key of the all-zero seed.
 TEST(PeerKey, IrohServerNameMatchesIroh) {
-  swarm::Identity zero = swarm::Identity::FromSeed({});
+  identity::Identity zero = identity::Identity::FromSeed({});
   EXPECT_EQ(IrohServerName(zero.public_key()), "7dl2ff6emqi2qol3l382krodedij45bn3nh479hqo14a32qpr8kg.iroh.invalid");
 }
 

@@ -20,8 +20,9 @@ struct Fixture {
     return [this] { return now.load(); };
   }
   std::unique_ptr<SwarmAgent> Agent(std::vector<Declaration> holdings, AgentOptions o = {}) {
-    return std::make_unique<SwarmAgent>(net, Identity::Generate(), std::vector<Endpoint>{{"http", "http://127.0.0.1:1"}},
-                                        o, [holdings] { return holdings; }, clock());
+    return std::make_unique<SwarmAgent>(net, identity::Identity::Generate(),
+                                        std::vector<Endpoint>{{"http", "http://127.0.0.1:1"}}, o,
+                                        [holdings] { return holdings; }, clock());
   }
 };
 
@@ -75,7 +76,7 @@ TEST(AgentTest, PublishReadBackExpireAndLeave) {
 TEST(AgentTest, SequenceIncreasesAndDroppedModelLeaves) {
   Fixture f;
   std::vector<Declaration> holdings = {Holds("m1", {{0, 0}}), Holds("m2", {{0, 1}})};
-  auto a = std::make_unique<SwarmAgent>(f.net, Identity::Generate(), std::vector<Endpoint>{}, AgentOptions{},
+  auto a = std::make_unique<SwarmAgent>(f.net, identity::Identity::Generate(), std::vector<Endpoint>{}, AgentOptions{},
                                         [&holdings] { return holdings; }, f.clock());
   ASSERT_TRUE(a->Publish());
   uint64_t seq1 = a->Stats()["seq"];
@@ -116,7 +117,7 @@ TEST(AgentTest, ForgedAndReplayedRecordsAreIgnored) {
   ASSERT_TRUE(a->Publish());
 
   // A stranger signs a record claiming a's node id.
-  Identity mallory = Identity::Generate();
+  identity::Identity mallory = identity::Identity::Generate();
   Declaration forged;
   forged.node_id = a->node_id();
   forged.model = "m";
@@ -150,7 +151,7 @@ TEST(AgentTest, ProvidersAreFoundVerifiedAndExpire) {
   const std::string hash(64, 'c');
   ASSERT_TRUE(a->AnnounceProvider(hash));
   // Forged provider record (signature of another key) is dropped.
-  Identity mallory = Identity::Generate();
+  identity::Identity mallory = identity::Identity::Generate();
   ProviderRecord fake{a->node_id(), hash, {{"http", "http://127.0.0.9:1"}}, f.now, 5};
   auto good_for_mallory = EncodeProviderRecord(ProviderRecord{mallory.node_id(), hash, {}, f.now, 5}, mallory);
   ASSERT_TRUE(good_for_mallory);

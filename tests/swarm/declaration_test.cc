@@ -13,13 +13,13 @@ using nlohmann::json;
 
 constexpr int64_t kNow = 1'700'000'000'000;
 
-Identity TestIdentity(uint8_t fill) {
-  std::array<uint8_t, kSeedBytes> seed;
+identity::Identity TestIdentity(uint8_t fill) {
+  std::array<uint8_t, identity::kSeedBytes> seed;
   seed.fill(fill);
-  return Identity::FromSeed(seed);
+  return identity::Identity::FromSeed(seed);
 }
 
-Declaration Sample(const Identity& id, uint64_t seq = 1) {
+Declaration Sample(const identity::Identity& id, uint64_t seq = 1) {
   Declaration d;
   d.node_id = id.node_id();
   d.model = "tiny-qwen35moe";
@@ -36,14 +36,14 @@ Declaration Sample(const Identity& id, uint64_t seq = 1) {
   return d;
 }
 
-std::string Encode(const Declaration& d, const Identity& id) {
+std::string Encode(const Declaration& d, const identity::Identity& id) {
   auto r = EncodeRecord(d, id);
   EXPECT_TRUE(r) << r.error().ToString();
   return r ? *r : std::string();
 }
 
 TEST(DeclarationTest, RoundTrip) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   Declaration d = Sample(id);
   std::string rec = Encode(d, id);
   auto back = DecodeRecord(rec);
@@ -57,14 +57,14 @@ TEST(DeclarationTest, RoundTrip) {
 }
 
 TEST(DeclarationTest, EncodeRefusesOtherIdentity) {
-  Identity a = TestIdentity(1), b = TestIdentity(2);
+  identity::Identity a = TestIdentity(1), b = TestIdentity(2);
   auto r = EncodeRecord(Sample(a), b);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(DeclarationTest, ForgedBodyIsBadSignature) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   json env = json::parse(Encode(Sample(id), id));
   json body = json::parse(env["body"].get<std::string>());
   body["free_bytes"] = 1;  // tamper
@@ -76,12 +76,12 @@ TEST(DeclarationTest, ForgedBodyIsBadSignature) {
 
 TEST(DeclarationTest, MismatchedNodeIdIsBadSignature) {
   // Signed by `mallory` but claiming to be `alice`.
-  Identity alice = TestIdentity(1), mallory = TestIdentity(2);
+  identity::Identity alice = TestIdentity(1), mallory = TestIdentity(2);
   Declaration d = Sample(alice);
   std::string body = DeclarationToJson(d).dump();
   std::string msg(kDeclarationDomain);
   msg += body;
-  Signature sig = mallory.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(msg.data()), msg.size()));
+  identity::Signature sig = mallory.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(msg.data()), msg.size()));
   json env{{"v", 1}, {"body", body}, {"sig", ToHex(sig)}};
   auto r = DecodeRecord(env.dump());
   ASSERT_FALSE(r);
@@ -92,9 +92,9 @@ TEST(DeclarationTest, MismatchedNodeIdIsBadSignature) {
 }
 
 TEST(DeclarationTest, SignatureIsDomainSeparated) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   std::string body = DeclarationToJson(Sample(id)).dump();
-  Signature sig = id.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  identity::Signature sig = id.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
   json env{{"v", 1}, {"body", body}, {"sig", ToHex(sig)}};
   auto r = DecodeRecord(env.dump());
   ASSERT_FALSE(r);
@@ -102,7 +102,7 @@ TEST(DeclarationTest, SignatureIsDomainSeparated) {
 }
 
 TEST(DeclarationTest, UnknownFieldsTolerated) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   Declaration d = Sample(id);
   json body = DeclarationToJson(d);
   body["future_field"] = {{"x", 1}};
@@ -110,7 +110,7 @@ TEST(DeclarationTest, UnknownFieldsTolerated) {
   std::string text = body.dump();
   std::string msg(kDeclarationDomain);
   msg += text;
-  Signature sig = id.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(msg.data()), msg.size()));
+  identity::Signature sig = id.Sign(ByteSpan(reinterpret_cast<const uint8_t*>(msg.data()), msg.size()));
   json env{{"v", 1}, {"body", text}, {"sig", ToHex(sig)}, {"extra", true}};
   auto r = DecodeRecord(env.dump());
   ASSERT_TRUE(r) << r.error().ToString();
@@ -118,7 +118,7 @@ TEST(DeclarationTest, UnknownFieldsTolerated) {
 }
 
 TEST(DeclarationTest, MalformedRecordsRejected) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   std::string good = Encode(Sample(id), id);
   json env = json::parse(good);
   std::vector<std::string> bad = {"", "{", "[]", "null", "{\"v\":1}", good.substr(0, good.size() - 1)};
@@ -144,7 +144,7 @@ TEST(DeclarationTest, MalformedRecordsRejected) {
 }
 
 TEST(DeclarationTest, BodyFieldValidation) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   json good = DeclarationToJson(Sample(id));
   auto expect_bad = [&](json body, std::string_view field) {
     auto d = DeclarationFromJson(body);
@@ -167,7 +167,7 @@ TEST(DeclarationTest, BodyFieldValidation) {
 }
 
 TEST(DeclarationTest, OversizedRecord) {
-  Identity id = TestIdentity(1);
+  identity::Identity id = TestIdentity(1);
   Declaration d = Sample(id);
   d.experts.assign(2000, d.experts[0]);
   auto r = EncodeRecord(d, id);
@@ -180,7 +180,7 @@ TEST(DeclarationTest, OversizedRecord) {
 }
 
 TEST(DeclarationTest, SplitPartsRoundTrip) {
-  Identity id = TestIdentity(3);
+  identity::Identity id = TestIdentity(3);
   Declaration d = Sample(id, 9);
   d.experts.clear();
   for (int l = 0; l < 60; ++l) {
@@ -234,7 +234,7 @@ TEST(DeclarationTest, SplitPartsRoundTrip) {
 }
 
 TEST(DeclarationTableTest, ReplayExpiryLeaving) {
-  Identity a = TestIdentity(1), b = TestIdentity(2);
+  identity::Identity a = TestIdentity(1), b = TestIdentity(2);
   DeclarationTable t;
   std::string detail;
   EXPECT_EQ(t.Ingest(Encode(Sample(a, 5), a), kNow, &detail), IngestOutcome::kAccepted);
@@ -293,7 +293,7 @@ TEST(DeclarationTableTest, ReplayExpiryLeaving) {
 }
 
 TEST(DeclarationTableTest, FewerPartsDropsStaleParts) {
-  Identity a = TestIdentity(1);
+  identity::Identity a = TestIdentity(1);
   DeclarationTable t;
   Declaration p0 = Sample(a, 1), p1 = Sample(a, 1);
   p0.parts = p1.parts = 2;
@@ -310,7 +310,7 @@ TEST(DeclarationTableTest, FewerPartsDropsStaleParts) {
 // A signer's ttl does not decide how long a record lives: it is cut to the
 // table's max_ttl_s (a record signed "ttl 7 days" dies after 5 minutes).
 TEST(DeclarationTableTest, ClaimedTtlIsClampedByTheReader) {
-  Identity a = TestIdentity(1);
+  identity::Identity a = TestIdentity(1);
   DeclarationTable t;  // max_ttl_s 300
   Declaration d = Sample(a, 1);
   d.ttl_s = 7 * 24 * 3600;
@@ -331,7 +331,7 @@ TEST(DeclarationTableTest, RecordsPerModelAreCapped) {
   DeclarationTableLimits lim;
   lim.max_parts_per_model = 3;
   DeclarationTable t(lim);
-  std::vector<Identity> ids;
+  std::vector<identity::Identity> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(TestIdentity(10 + i));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(t.Ingest(Encode(Sample(ids[i], 1), ids[i]), kNow), IngestOutcome::kAccepted);
   std::string detail;

@@ -17,12 +17,12 @@ namespace {
 
 const std::string kBlob(64, 'a');
 
-std::string Record(const Identity& id, int64_t ts, const std::string& addr) {
+std::string Record(const identity::Identity& id, int64_t ts, const std::string& addr) {
   return *EncodeProviderRecord(ProviderRecord{id.node_id(), kBlob, {{"http", addr}}, ts, 60}, id);
 }
 
 // The one value id storing nodes accept for `id`'s provider record of kBlob.
-uint64_t IdOf(const Identity& id) { return RecordValueId(id.node_id(), "provider", kBlob, 0); }
+uint64_t IdOf(const identity::Identity& id) { return RecordValueId(id.node_id(), "provider", kBlob, 0); }
 
 TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   DhtOptions o;
@@ -35,7 +35,7 @@ TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   auto b = DhtTransport::Start(o);
   ASSERT_TRUE(a && b);
 
-  Identity alice = Identity::Generate(), mallory = Identity::Generate();
+  identity::Identity alice = identity::Identity::Generate(), mallory = identity::Identity::Generate();
   // A network of one answers its own values.
   const std::string mine = Record(alice, 1, "http://127.0.0.1:1");
   ASSERT_TRUE((*boot)->Put("tenzro/test/self", IdOf(alice), mine));

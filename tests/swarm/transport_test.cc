@@ -18,7 +18,7 @@ TEST(TransportTest, PublishIngestShardMap) {
   InMemoryTransport net;
   const std::string model = "tiny-qwen35moe";
   for (int n = 0; n < 3; ++n) {
-    Identity id = Identity::Generate();
+    identity::Identity id = identity::Identity::Generate();
     Declaration d;
     d.node_id = id.node_id();
     d.model = model;

@@ -74,7 +74,7 @@ class StreamReader {
 class QuicClient {
  public:
   // A client with its own endpoint (bound to `bind`) and loop thread.
-  static Result<std::unique_ptr<QuicClient>> Start(const swarm::Identity& identity,
+  static Result<std::unique_ptr<QuicClient>> Start(const identity::Identity& identity,
                                                    const net::Endpoint& bind = {"127.0.0.1", 0},
                                                    EndpointOptions options = {});
   // A client over `endpoint`, whose loop runs on another thread (a node's).

@@ -1,4 +1,4 @@
-#include "swarm/identity.h"
+#include "identity/identity.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include "core/file.h"
 #include "testutil/testutil.h"
 
-namespace tenzro::swarm {
+namespace tenzro::identity {
 namespace {
 
 ByteSpan Span(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
@@ -64,4 +64,4 @@ TEST(IdentityTest, SignVerify) {
 }
 
 }  // namespace
-}  // namespace tenzro::swarm
+}  // namespace tenzro::identity

@@ -1,19 +1,19 @@
 // The QUIC executor of the distributed forward against a QUIC holder that
-// serves exec frames with dispatch::ServeExec, and its HTTP fallback.
+// serves exec frames with ServeExec, and its HTTP fallback.
 #include <gtest/gtest.h>
 
 #include <atomic>
 
 #include "dispatch/exec_server.h"
-#include "quic/exec_executor.h"
+#include "dispatch/quic_executor.h"
+#include "identity/identity.h"
 #include "quic/rpc.h"
-#include "swarm/identity.h"
 
-namespace tenzro::quic {
+namespace tenzro::dispatch {
 namespace {
 
 // y = 2x + expert, for any expert of model "m".
-class DoublingRunner : public dispatch::ExpertRunner {
+class DoublingRunner : public ExpertRunner {
  public:
   Result<void> Check(const std::string& model, int, int64_t, const std::vector<int>&) override {
     if (model != "m") return Error::InvalidArgument("unknown model {}", model);
@@ -26,14 +26,14 @@ class DoublingRunner : public dispatch::ExpertRunner {
   }
 };
 
-dispatch::ExecRequest Request() {
-  dispatch::ExecRequest req;
+ExecRequest Request() {
+  ExecRequest req;
   req.request_id = 42;
   req.model = "m";
   req.layer = 3;
   req.d_model = 4;
   for (int e : {1, 5}) {
-    dispatch::ExecBatch b;
+    ExecBatch b;
     b.expert = e;
     b.n_rows = 2;
     for (int i = 0; i < 8; ++i) b.rows.push_back(static_cast<float>(i) * 0.5f);
@@ -43,13 +43,13 @@ dispatch::ExecRequest Request() {
 }
 
 // Records calls instead of doing HTTP.
-class FakeHttp : public dispatch::Executor {
+class FakeHttp : public Executor {
  public:
-  Result<dispatch::ExecResponse> Exec(const dispatch::HolderTarget& t, const dispatch::ExecRequest& req,
+  Result<ExecResponse> Exec(const HolderTarget& t, const ExecRequest& req,
                                       std::chrono::milliseconds) override {
     ++calls;
     last_endpoint = t.endpoint;
-    dispatch::ExecResponse r;
+    ExecResponse r;
     r.request_id = req.request_id;
     return r;
   }
@@ -58,20 +58,21 @@ class FakeHttp : public dispatch::Executor {
 };
 
 TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
-  swarm::Identity holder_id = swarm::Identity::Generate();
-  auto holder = QuicClient::Start(holder_id).value();
+  identity::Identity holder_id = identity::Identity::Generate();
+  auto holder = quic::QuicClient::Start(holder_id).value();
   auto runner = std::make_shared<DoublingRunner>();
-  holder->RunOnLoop([&](Endpoint& ep) {
-    ep.AddProtocol(kExecAlpn, MakeRpcProtocol(ep.io(), [runner](const std::string&, Bytes req, Reply reply) {
-      reply(dispatch::ServeExec(req, *runner));  // a test: inline, not on a pool
-    }));
+  holder->RunOnLoop([&](quic::Endpoint& ep) {
+    auto serve = [runner](const std::string&, Bytes req, quic::Reply reply) {
+      reply(ServeExec(req, *runner));  // a test: inline, not on a pool
+    };
+    ep.AddProtocol(quic::kExecAlpn, quic::MakeRpcProtocol(ep.io(), serve));
   });
-  auto client = QuicClient::Start(swarm::Identity::Generate()).value();
+  auto client = quic::QuicClient::Start(identity::Identity::Generate()).value();
   auto http = std::make_shared<FakeHttp>();
   QuicExecutor ex(client.get(), http, [](const std::string&) { return std::string("http://127.0.0.1:1"); });
   std::string addr = holder->endpoint().local_endpoint().HostPort();
 
-  auto r = ex.Exec({holder_id.node_id(), dispatch::Transport::kQuic, addr}, Request(), std::chrono::seconds(5));
+  auto r = ex.Exec({holder_id.node_id(), Transport::kQuic, addr}, Request(), std::chrono::seconds(5));
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_FALSE(r->error);
   EXPECT_EQ(r->request_id, 42u);
@@ -82,15 +83,15 @@ TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
   EXPECT_EQ(http->calls.load(), 0);
 
   // An answer with an error frame is an answer, not a transport failure.
-  dispatch::ExecRequest bad = Request();
+  ExecRequest bad = Request();
   bad.model = "other";
-  auto e = ex.Exec({holder_id.node_id(), dispatch::Transport::kQuic, addr}, bad, std::chrono::seconds(5));
+  auto e = ex.Exec({holder_id.node_id(), Transport::kQuic, addr}, bad, std::chrono::seconds(5));
   ASSERT_TRUE(e) << e.error().ToString();
   ASSERT_TRUE(e->error);
   EXPECT_EQ(http->calls.load(), 0);
 
   // Nobody on that port: HTTP fallback within the timeout.
-  auto fb = ex.Exec({holder_id.node_id(), dispatch::Transport::kQuic, "127.0.0.1:9"}, Request(),
+  auto fb = ex.Exec({holder_id.node_id(), Transport::kQuic, "127.0.0.1:9"}, Request(),
                     std::chrono::milliseconds(3000));
   ASSERT_TRUE(fb) << fb.error().ToString();
   EXPECT_EQ(http->calls.load(), 1);
@@ -98,7 +99,7 @@ TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
   EXPECT_EQ(ex.fallbacks(), 1u);
 
   // A holder whose key is not the node id: refused, never retried on HTTP.
-  auto wrong = ex.Exec({swarm::Identity::Generate().node_id(), dispatch::Transport::kQuic, addr}, Request(),
+  auto wrong = ex.Exec({identity::Identity::Generate().node_id(), Transport::kQuic, addr}, Request(),
                        std::chrono::seconds(5));
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().code(), ErrorCode::kPermissionDenied);
@@ -106,4 +107,4 @@ TEST(QuicExecutor, RunsExecFramesOverQuicAndFallsBackToHttp) {
 }
 
 }  // namespace
-}  // namespace tenzro::quic
+}  // namespace tenzro::dispatch

@@ -1,4 +1,4 @@
-// tenzro swarm: node identity.
+// tenzro identity: a node's Ed25519 key pair and its node id.
 //
 // Every node owns one Ed25519 key pair. The secret is the 32-byte Ed25519
 // seed, stored raw in <data_dir>/node.key (mode 0600, written atomically);
@@ -17,7 +17,7 @@
 #include "core/bytes.h"
 #include "core/result.h"
 
-namespace tenzro::swarm {
+namespace tenzro::identity {
 
 inline constexpr size_t kSeedBytes = 32;
 inline constexpr size_t kPublicKeyBytes = 32;
@@ -65,4 +65,4 @@ bool Verify(std::string_view node_id, ByteSpan message, ByteSpan sig);
 // could not initialise (then nothing here works).
 bool EnsureSodium();
 
-}  // namespace tenzro::swarm
+}  // namespace tenzro::identity

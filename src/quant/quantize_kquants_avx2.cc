@@ -13,8 +13,8 @@
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
-#include "quant/kernels.h"
 #include "quant/kquants_common.h"
+#include "quant/quantize_kernels.h"
 
 namespace tenzro::quant::avx2 {
 namespace {

@@ -1,4 +1,4 @@
-#include "quic/client.h"
+#include "quic/quic_client.h"
 
 #include <condition_variable>
 #include <deque>
@@ -119,7 +119,7 @@ Result<Bytes> StreamReader::Next() {
   return Bytes();
 }
 
-Result<std::unique_ptr<QuicClient>> QuicClient::Start(const swarm::Identity& identity, const net::Endpoint& bind,
+Result<std::unique_ptr<QuicClient>> QuicClient::Start(const identity::Identity& identity, const net::Endpoint& bind,
                                                       EndpointOptions options) {
   std::unique_ptr<QuicClient> c(new QuicClient());
   c->own_io_ = std::make_unique<asio::io_context>(1);

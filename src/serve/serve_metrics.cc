@@ -1,4 +1,4 @@
-#include "serve/metrics.h"
+#include "serve/serve_metrics.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "swarm/identity.h"
+#include "identity/identity.h"
 
 #include <sodium.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/file.h"
 
-namespace tenzro::swarm {
+namespace tenzro::identity {
 
 bool EnsureSodium() {
   static const bool ok = sodium_init() >= 0;
@@ -72,4 +72,4 @@ bool Verify(std::string_view node_id, ByteSpan message, ByteSpan sig) {
   return crypto_sign_verify_detached(sig.data(), message.data(), message.size(), pk.data()) == 0;
 }
 
-}  // namespace tenzro::swarm
+}  // namespace tenzro::identity
