@@ -1,7 +1,8 @@
 // tenzro dispatch: the distributed forward of one MoE block (docs/dispatch.md).
 //
-// The caller gates the tokens (the layer's router lives on this node) and
-// computes the shared expert; Dispatcher::Forward then
+// The routed-expert step of a MoE block (runtime/moe_block.h RunMoeBlock
+// reaches it through DispatchedExperts, dispatched_experts.h, which gates the
+// tokens and adds the shared expert on this node); Dispatcher::Forward
 //   1. groups the routed (token, expert) pairs per expert,
 //   2. plans per-holder batches (planner.h) from the live declarations (read
 //      once per forward: a re-plan after a holder timed out must not depend
@@ -17,9 +18,10 @@
 //      `max_rounds` rounds; calls to measured holders get a deadline adapted
 //      to their expected time (ForwardOptions::min_timeout, timeout_factor),
 //      except in the last round;
-//   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order, + shared
-//      (runtime::CombineMoeBlock, the local block's own code, so with f32
-//      rows the result is bit for bit the local forward's).
+//   5. recombines: out[t] = sum_k w_k * y_k(t) in routing order, + the
+//      input's shared rows when given (runtime::CombineMoeBlock, the local
+//      runners' own sums, so with f32 rows the result is bit for bit the
+//      local forward's).
 //   6. spot checks (spot_check_runner.h): a seeded fraction of the remote
 //      results is re-run on another replica (this node when it holds the
 //      expert) and compared; a holder caught answering wrong rows is banned
@@ -83,7 +85,7 @@ struct ForwardInput {
   int n_tok = 0;
   const float* x = nullptr;                    // n_tok x d_model
   std::vector<runtime::TokenRouting> routing;  // one per token (the gate's choice)
-  const float* shared = nullptr;               // n_tok x d_model added at the end, or null
+  const float* shared = nullptr;               // n_tok x d_model added at the end, or null (RunMoeBlock: null)
 };
 
 

@@ -49,7 +49,7 @@ struct SpotCheckRecord {
 struct ForwardReport {
   double plan_ms = 0;     // all rounds
   double exec_ms = 0;     // wall time of the concurrent phases, all rounds
-  double combine_ms = 0;  // weighted sum + shared
+  double combine_ms = 0;  // weighted sum (+ ForwardInput::shared)
   double total_ms = 0;
   int rounds = 0;
   std::vector<HolderCall> calls;

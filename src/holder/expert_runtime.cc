@@ -495,41 +495,33 @@ Result<ExpertRuntime::Gate> ExpertRuntime::FindGate(const std::string& id, std::
   return it->second;
 }
 
-Result<ExpertRuntime::GateOutput> ExpertRuntime::GateOnly(std::string_view model, std::optional<int> layer,
-                                                          int64_t d_model, const float* x, int n_tok) {
-  using Clock = std::chrono::steady_clock;
-  GateOutput g;
+Result<ExpertRuntime::BlockGate> ExpertRuntime::FindBlockGate(std::string_view model, std::optional<int> layer,
+                                                               int64_t d_model) const {
+  BlockGate g;
   TENZRO_TRY(g.model, catalog::NormalizeModelId(model));
   TENZRO_TRY(Gate gate, FindGate(g.model, layer));
   const int64_t n_embd = gate.weights->router.n_embd();
   if (d_model != n_embd)
     return Error::InvalidArgument("d_model {} does not match model '{}' (n_embd {})", d_model, g.model, n_embd);
   g.layer = *layer;
-  auto t0 = Clock::now();
-  TENZRO_TRY(g.routing, runtime::Route(gate.weights->router, gate.routing, x, n_tok, options_.compute_pool));
-  g.gate_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  g.shared_expert = gate.weights->shared.has_value();
-  if (g.shared_expert && n_tok > 0) {
-    t0 = Clock::now();
-    g.shared.resize(static_cast<size_t>(n_tok) * n_embd);
-    TENZRO_CHECK_OK(runtime::SharedExpertFfn(*gate.weights->shared, x, n_tok, g.shared.data(), options_.compute_pool));
-    g.shared_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  }
+  g.weights = std::move(gate.weights);
+  g.routing = gate.routing;
   return g;
+}
+
+Result<void> ExpertRuntime::RunBlock(const BlockGate& gate, const float* x, int n_tok,
+                                     runtime::RoutedExpertRunner& routed, float* out, runtime::MoeBlockRun& run) {
+  return runtime::RunMoeBlock(gate.view(), x, n_tok, routed, out, run, options_.compute_pool);
 }
 
 Result<ForwardResult> ExpertRuntime::Forward(std::string_view model, std::optional<int> layer, int64_t d_model,
                                              const float* x, int n_tok, float* out) {
-  TENZRO_TRY(std::string id, catalog::NormalizeModelId(model));
-  TENZRO_TRY(Gate gate, FindGate(id, layer));
-  const int64_t n_embd = gate.weights->router.n_embd();
-  if (d_model != n_embd)
-    return Error::InvalidArgument("d_model {} does not match model '{}' (n_embd {})", d_model, id, n_embd);
+  TENZRO_TRY(BlockGate gate, FindBlockGate(model, layer, d_model));
   ForwardResult r;
-  r.layer = *layer;
+  r.layer = gate.layer;
   r.shared_expert = gate.weights->shared.has_value();
-  TENZRO_TRY(r.routing, runtime::ForwardMoeLayer(*cache_, id, *layer, *gate.weights, gate.routing, x, n_tok, out,
-                                                 options_.compute_pool));
+  TENZRO_TRY(r.routing, runtime::ForwardMoeLayer(*cache_, gate.model, gate.layer, *gate.weights, gate.routing, x,
+                                                 n_tok, out, options_.compute_pool));
   return r;
 }
 

@@ -39,6 +39,7 @@
 #include "core/thread_pool.h"
 #include "runtime/cached_moe.h"
 #include "runtime/expert_cache.h"
+#include "runtime/moe_block.h"
 #include "transfer/provider_fetch.h"
 
 namespace tenzro::holder {
@@ -112,19 +113,23 @@ class ExpertRuntime {
   };
   std::vector<Holding> Holdings();
 
-  // The gating half of Forward, for the distributed forward (dispatch):
-  // resolves the layer and checks d_model as Forward does, routes x, and runs
-  // the gate's shared expert (if any) on x into `shared`.
-  struct GateOutput {
+  // The gate of a block, for a forward whose routed experts run elsewhere
+  // (the distributed forward: dispatch::DispatchedExperts): resolves the
+  // layer and checks d_model as Forward does.
+  struct BlockGate {
     std::string model;  // normalised id
     int layer = 0;
-    std::vector<runtime::TokenRouting> routing;
-    std::vector<float> shared;  // n_tok x d_model; empty without a shared expert
-    bool shared_expert = false; // the gate has one
-    double gate_ms = 0, shared_ms = 0;
+    std::shared_ptr<const runtime::GateWeights> weights;
+    runtime::RoutingConfig routing;
+    runtime::MoeBlockGate view() const {
+      return {&weights->router, routing, weights->shared ? &*weights->shared : nullptr};
+    }
   };
-  Result<GateOutput> GateOnly(std::string_view model, std::optional<int> layer, int64_t d_model, const float* x,
-                              int n_tok);
+  Result<BlockGate> FindBlockGate(std::string_view model, std::optional<int> layer, int64_t d_model) const;
+  // runtime::RunMoeBlock of `gate` on x with its routed experts run by
+  // `routed`, the gate and the shared expert on this runtime's compute pool.
+  Result<void> RunBlock(const BlockGate& gate, const float* x, int n_tok, runtime::RoutedExpertRunner& routed,
+                        float* out, runtime::MoeBlockRun& run);
 
   runtime::ExpertCache& cache() { return *cache_; }
   const std::vector<std::string>& restart_notes() const { return notes_; }

@@ -3,10 +3,12 @@
 // The engine computes the dense spine itself and hands each layer's
 // normalised hidden states to a MoeExecutor, which returns the block's
 // output (routed experts combined by their router weights, plus the shared
-// expert). LocalMoeExecutor runs everything in-process on the checkpoint's
-// own expert slabs (runtime::ComputeMoeBlock, zero-copy views into the mmap);
-// node::SwarmMoeExecutor (node/swarm_moe_executor.h) implements the same call
-// with the routed experts on the swarm, bit for bit equal with f32 rows.
+// expert). Both executors run the one block, runtime::RunMoeBlock
+// (runtime/moe_block.h), and differ only in its routed-expert runner:
+// LocalMoeExecutor runs everything in-process on the checkpoint's own expert
+// slabs (runtime::ComputeMoeBlock, InProcessExperts over zero-copy views into
+// the mmap); node::SwarmMoeExecutor (node/swarm_moe_executor.h) runs the
+// routed experts on the swarm, bit for bit equal with f32 rows.
 //
 // Thread-safety: Run may be called from one thread at a time per executor.
 #pragma once

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "catalog/catalog.h"
+#include "dispatch/dispatched_experts.h"
 #include "dispatch/quic_executor.h"
 #include "net/json_http.h"
 #include "node/exec_service.h"
@@ -80,21 +81,17 @@ Result<json> ForwardDistributed(holder::ExpertRuntime& rt, dispatch::Dispatcher&
   opt.spot_check = spot;
   if (fr.n_tokens > (1 << 20)) return Error::InvalidArgument("n_tokens {} is over 1048576", fr.n_tokens);
   const int n_tok = static_cast<int>(fr.n_tokens);
-  TENZRO_TRY(holder::ExpertRuntime::GateOutput g, rt.GateOnly(fr.model, fr.layer, fr.d_model, fr.x.data(), n_tok));
-  dispatch::ForwardInput in;
-  in.model = g.model;
-  in.layer = g.layer;
-  in.d_model = fr.d_model;
-  in.n_tok = n_tok;
-  in.x = fr.x.data();
-  in.routing = g.routing;
-  in.shared = g.shared.empty() ? nullptr : g.shared.data();
+  // The block with its routed experts through the dispatcher.
+  TENZRO_TRY(holder::ExpertRuntime::BlockGate g, rt.FindBlockGate(fr.model, fr.layer, fr.d_model));
+  dispatch::DispatchedExperts routed(d, g.model, g.layer, opt);
   std::vector<float> out(fr.x.size());
-  TENZRO_TRY(dispatch::ForwardReport rep, d.Forward(in, opt, out.data()));
+  runtime::MoeBlockRun run;
+  TENZRO_CHECK_OK(rt.RunBlock(g, fr.x.data(), n_tok, routed, out.data(), run));
+  const dispatch::ForwardReport& rep = routed.report();
   const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   json rj = dispatch::ReportToJson(rep);
-  json stages = {{"gate_ms", g.gate_ms},
-                 {"shared_ms", g.shared_ms},
+  json stages = {{"gate_ms", run.gate_ms},
+                 {"shared_ms", run.shared_ms},
                  {"plan_ms", rj["plan_ms"]},
                  {"exec_ms", rj["exec_ms"]},
                  {"combine_ms", rj["combine_ms"]},
@@ -111,8 +108,8 @@ Result<json> ForwardDistributed(holder::ExpertRuntime& rt, dispatch::Dispatcher&
               {"wire_dtype", std::string(dispatch::RowTypeName(opt.dtype))},
               {"output_f32_b64",
                Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>(out.data()), out.size() * sizeof(float)))},
-              {"routing", ForwardRoutingJson(g.routing, g.layer)},
-              {"shared_expert", g.shared_expert},
+              {"routing", ForwardRoutingJson(run.routing, g.layer)},
+              {"shared_expert", g.weights->shared.has_value()},
               {"elapsed_ms", total_ms},
               {"stages", stages},
               {"holders", rj["holders"]},

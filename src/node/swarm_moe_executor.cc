@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "catalog/catalog.h"
+#include "dispatch/dispatched_experts.h"
 #include "node/node_metrics.h"
 
 namespace tenzro::node {
@@ -25,7 +26,6 @@ Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(std::shared_p
                                                                    dispatch::ForwardOptions options) {
   auto ex = std::unique_ptr<SwarmMoeExecutor>(new SwarmMoeExecutor());
   TENZRO_TRY(ex->model_, catalog::NormalizeModelId(model_id));
-  ex->n_embd_ = hp.n_embd;
   ex->routing_ = hp.routing;
   ex->options_ = options;
   ex->pool_ = pool;
@@ -49,42 +49,30 @@ Result<void> SwarmMoeExecutor::Run(int layer, const float* x, int n_tok, float* 
   const Layer& l = layers_[layer];
   SwarmLayerStats& st = stats_[layer];
   const auto t0 = Clock::now();
-  dispatch::ForwardInput in;
-  in.model = model_;
-  in.layer = layer;
-  in.d_model = n_embd_;
-  in.n_tok = n_tok;
-  in.x = x;
-  auto routing = runtime::Route(l.router, routing_, x, n_tok, pool_);
-  if (!routing) return routing.error().WithContext(fmt::format("MoE layer {} gate", layer));
-  in.routing = std::move(*routing);
-  const double gate_ms = MsSince(t0);
-  st.gate_ms += gate_ms;
-  double shared_ms = 0;
-  if (l.shared && n_tok > 0) {
-    const auto t1 = Clock::now();
-    shared_buf_.resize(static_cast<size_t>(n_tok) * n_embd_);
-    auto s = runtime::SharedExpertFfn(*l.shared, x, n_tok, shared_buf_.data(), pool_);
-    if (!s) return s.error().WithContext(fmt::format("MoE layer {} shared expert", layer));
-    in.shared = shared_buf_.data();
-    shared_ms = MsSince(t1);
-    st.shared_ms += shared_ms;
+  const runtime::MoeBlockGate gate{&l.router, routing_, l.shared ? &*l.shared : nullptr};
+  dispatch::DispatchedExperts routed(*dispatcher_, model_, layer, options_);
+  runtime::MoeBlockRun run;
+  auto ok = runtime::RunMoeBlock(gate, x, n_tok, routed, out, run, pool_);
+  st.gate_ms += run.gate_ms;  // the steps that completed count, also when a later one failed
+  st.shared_ms += run.shared_ms;
+  if (!ok) {
+    static constexpr const char* kStage[] = {"gate", "shared expert", "(distributed)"};
+    return ok.error().WithContext(fmt::format("MoE layer {} {}", layer, kStage[static_cast<int>(run.stage)]));
   }
-  auto rep = dispatcher_->Forward(in, options_, out);
-  if (!rep) return rep.error().WithContext(fmt::format("MoE layer {} (distributed)", layer));
+  const dispatch::ForwardReport& rep = routed.report();
   ++st.forwards;
   st.tokens += n_tok;
-  st.plan_ms += rep->plan_ms;
-  st.exec_ms += rep->exec_ms;
-  st.combine_ms += rep->combine_ms;
-  st.rounds += rep->rounds;
-  for (const dispatch::HolderCall& c : rep->calls) {
+  st.plan_ms += rep.plan_ms;
+  st.exec_ms += rep.exec_ms;
+  st.combine_ms += rep.combine_ms;
+  st.rounds += rep.rounds;
+  for (const dispatch::HolderCall& c : rep.calls) {
     ++st.holder_calls;
     if (c.error) ++st.failed_calls;
     ++st.calls_by_transport[std::string(dispatch::TransportName(c.target.transport))];
     ++st.calls_by_holder[c.target.node_id];
   }
-  st.spot_calls += static_cast<int>(rep->spot_calls.size());
+  st.spot_calls += static_cast<int>(rep.spot_calls.size());
   const double total_ms = MsSince(t0);
   st.total_ms += total_ms;
   // Into /metrics (tenzro_forward_stage_seconds) like an admin-route forward,
@@ -97,12 +85,12 @@ Result<void> SwarmMoeExecutor::Run(int layer, const float* x, int n_tok, float* 
   rec.n_tokens = n_tok;
   rec.ok = true;
   double slowest = 0;
-  for (const dispatch::HolderCall& c : rep->calls) slowest = std::max(slowest, c.compute_ms);
-  rec.stages_ms = {{"gate", gate_ms}, {"shared", shared_ms}, {"plan", rep->plan_ms},
-                   {"exec", rep->exec_ms}, {"slowest_holder", slowest}, {"combine", rep->combine_ms},
+  for (const dispatch::HolderCall& c : rep.calls) slowest = std::max(slowest, c.compute_ms);
+  rec.stages_ms = {{"gate", run.gate_ms}, {"shared", run.shared_ms}, {"plan", rep.plan_ms},
+                   {"exec", rep.exec_ms}, {"slowest_holder", slowest}, {"combine", rep.combine_ms},
                    {"total", total_ms}};
-  rec.rounds = rep->rounds;
-  for (const dispatch::HolderCall& c : rep->calls)
+  rec.rounds = rep.rounds;
+  for (const dispatch::HolderCall& c : rep.calls)
     rec.transports.emplace_back(dispatch::TransportName(c.target.transport));
   ProcessMetrics().RecordForward(std::move(rec));
   return Ok();

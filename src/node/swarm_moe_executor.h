@@ -1,20 +1,17 @@
 // tenzro node: a model::MoeExecutor whose routed experts run on the swarm
 // (docs/engine.md "MoE executors", docs/dispatch.md).
 //
-// Per layer and engine step, Run
-//   1. gates the step's tokens here with the layer's router from the spine
-//      (a checkpoint, or a spine blob from `tenzro moe prepare-dense`: both
-//      hold routers and shared experts),
-//   2. computes the shared expert here,
-//   3. sends the routed experts through the node's Dispatcher (one
-//      distributed forward for all the step's tokens: planning, failover,
-//      spot checks as `options` says) — which combines them in routing order
-//      and adds the shared expert.
-// Steps 1-3 are the arithmetic of runtime::ComputeMoeBlock (Route, the same
-// per-expert batches in token order, runtime::CombineMoeBlock), so with f32
-// rows on the wire (ForwardOptions::dtype kF32) the output — hence the
-// engine's logits and greedy tokens — is bit for bit the in-process
-// LocalMoeExecutor's. bf16/f16 rows trade that for half the bytes.
+// Per layer and engine step, Run is runtime::RunMoeBlock (moe_block.h) with
+// the layer's router and shared expert from the spine (a checkpoint, or a
+// spine blob from `tenzro moe prepare-dense`: both hold routers and shared
+// experts), gate and shared expert computed here, and the routed experts run
+// by dispatch::DispatchedExperts: one distributed forward through the node's
+// Dispatcher for all the step's tokens (planning, failover, spot checks as
+// `options` says), combined in routing order. It is the block the in-process
+// LocalMoeExecutor runs, so with f32 rows on the wire
+// (ForwardOptions::dtype kF32) the output — hence the engine's logits and
+// greedy tokens — is bit for bit the same. bf16/f16 rows trade that for half
+// the bytes.
 //
 // Nothing here loads a routed expert: the experts this node computes are
 // the ones its expert runtime holds (transport "local" in the plan), the
@@ -83,14 +80,12 @@ class SwarmMoeExecutor : public model::MoeExecutor {
   SwarmMoeExecutor() = default;
 
   std::string model_;
-  int64_t n_embd_ = 0;
   runtime::RoutingConfig routing_;
   std::vector<Layer> layers_;
   std::shared_ptr<dispatch::Dispatcher> dispatcher_;
   dispatch::ForwardOptions options_;
   ThreadPool* pool_ = nullptr;  // the node's worker pool, for the gate and the shared expert
   std::vector<SwarmLayerStats> stats_;
-  std::vector<float> shared_buf_;
 };
 
 // The factory the serving layer plugs in (make_executor seam): a

@@ -1,7 +1,6 @@
 #include "runtime/routed_batches.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace tenzro::runtime {
 
@@ -9,22 +8,6 @@ std::vector<size_t> RoutingSlots(const std::vector<TokenRouting>& routing) {
   std::vector<size_t> slot_of(routing.size() + 1, 0);
   for (size_t t = 0; t < routing.size(); ++t) slot_of[t + 1] = slot_of[t] + routing[t].experts.size();
   return slot_of;
-}
-
-Result<void> RunExpertBatch(const ExpertWeights& w, int e, const ExpertTokens& toks, const float* x, int64_t n_embd,
-                            float* ys, ThreadPool* pool, std::vector<float>& xb, std::vector<float>& yb) {
-  if (w.n_embd() != n_embd)
-    return Error::InvalidArgument("expert {} has n_embd {}, the block {}", e, w.n_embd(), n_embd);
-  const int nb = static_cast<int>(toks.size());
-  xb.resize(static_cast<size_t>(nb) * n_embd);
-  yb.resize(xb.size());
-  for (int i = 0; i < nb; ++i)
-    std::memcpy(xb.data() + i * n_embd, x + toks[i].first * n_embd, n_embd * sizeof(float));
-  auto st = ExpertFfn(w, xb.data(), nb, yb.data(), pool);
-  if (!st) return st.error().WithContext(fmt::format("expert {}", e));
-  for (int i = 0; i < nb; ++i)
-    std::memcpy(ys + toks[i].second * n_embd, yb.data() + i * n_embd, n_embd * sizeof(float));
-  return Ok();
 }
 
 void CombineRouted(const std::vector<TokenRouting>& routing, const std::vector<size_t>& slot_of, const float* ys,
@@ -43,8 +26,10 @@ void CombineRouted(const std::vector<TokenRouting>& routing, const std::vector<s
 void CombineMoeBlock(const std::vector<TokenRouting>& routing, const std::vector<size_t>& slot_of, const float* ys,
                      const float* shared, int64_t n_embd, float* out) {
   CombineRouted(routing, slot_of, ys, n_embd, out);
-  if (!shared) return;
-  const size_t n = routing.size() * static_cast<size_t>(n_embd);
+  if (shared) AddShared(shared, routing.size() * static_cast<size_t>(n_embd), out);
+}
+
+void AddShared(const float* shared, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] += shared[i];
 }
 
