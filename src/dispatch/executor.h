@@ -3,8 +3,8 @@
 // An Executor takes an exec request (exec_frame.h) to one holder and brings
 // the answer back: LocalExecutor runs it on this node's ExpertRunner without
 // encoding anything; HttpExecutor POSTs the frame to the holder's public
-// /v1/moe/exec; the QUIC transport (next issue) is a third implementation
-// carrying the same frame. The forward (forward.h) only sees this interface,
+// /v1/moe/exec; QuicExecutor (quic_executor.h) carries the same frame on
+// ALPN tenzro/moe-exec/1. The forward (forward.h) only sees this interface,
 // so tests can put a failing or slow holder behind it.
 //
 // Errors of Exec are transport failures (kUnavailable, kDeadlineExceeded,

@@ -6,7 +6,7 @@
 // Request and finishes its side; the provider answers with
 //   u64 LE size || bao-tree pre-order stream (16 KiB chunk groups)
 // for the requested chunk ranges of one blob — the same bytes as the HTTP
-// transfer (node/blob_transfer.h) — and finishes. A blob it does not have is
+// transfer (transfer/http_blobs.h) — and finishes. A blob it does not have is
 // answered with an empty stream. Only single-blob requests are served
 // (iroh's hash sequences are refused with a stream reset).
 //
