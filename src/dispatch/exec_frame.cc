@@ -322,4 +322,12 @@ ExecResponse ErrorExecResponse(uint64_t request_id, Error error) {
   return r;
 }
 
+uint64_t ExecResponseBoundBytes(const ExecRequest& req) {
+  constexpr uint64_t kHeader = 64, kPerExpert = 32;
+  uint64_t n = kHeader + kMaxErrorMessageBytes;
+  for (const ExecBatch& b : req.experts)
+    n += kPerExpert + kMaxErrorMessageBytes + uint64_t{b.n_rows} * req.d_model * sizeof(float);
+  return n;
+}
+
 }  // namespace tenzro::dispatch

@@ -98,6 +98,11 @@ Result<ExecRequest> DecodeExecRequest(ByteSpan frame, const ExecLimits& limits =
 Bytes EncodeExecResponse(const ExecResponse& resp);
 Result<ExecResponse> DecodeExecResponse(ByteSpan frame, const ExecLimits& limits = {});
 
+// An upper bound on the size of any answer to `req` (f32 rows, or an error
+// message, per expert, plus the headers): what a caller may read before it
+// knows the holder is sending more than the request can produce.
+uint64_t ExecResponseBoundBytes(const ExecRequest& req);
+
 // The checks Decode applies to a request, for one built in memory (local
 // execution never encodes). kInvalidArgument / kResourceExhausted.
 Result<void> CheckExecRequest(const ExecRequest& req, const ExecLimits& limits = {});

@@ -23,6 +23,10 @@ Result<ExecResponse> QuicExecutor::Exec(const HolderTarget& target, const ExecRe
   quic::CallOptions o;
   o.connect_timeout = std::min(timeout, connect_timeout_);
   o.read_timeout = timeout;
+  // A holder that drips its answer still ends at the call's deadline, and
+  // one that sends more than the request can produce is cut off.
+  o.total_timeout = timeout;
+  o.max_response_bytes = ExecResponseBoundBytes(req) + (64u << 10);  // + an RPC error reply's message
   ++quic_calls_;
   Bytes frame = EncodeExecRequest(req);
   auto reply = client_->Request(peer, quic::kExecAlpn, frame, o);

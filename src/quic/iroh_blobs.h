@@ -45,7 +45,13 @@ std::shared_ptr<Protocol> MakeBlobsProvider(boost::asio::io_context& io, std::sh
 
 struct BlobFetchOptions {
   uint64_t max_size = 16ull << 30;  // refuse blobs claiming more
-  CallOptions call;
+  // Dial, idle and total deadlines; the total (15 min by default) ends a
+  // fetch from a peer that drips.
+  CallOptions call = [] {
+    CallOptions c;
+    c.total_timeout = std::chrono::minutes(15);
+    return c;
+  }();
 };
 
 // Fetches `ranges` of `hash` from `peer`, verified, into `sink` (ascending

@@ -83,8 +83,9 @@ bool OnLoopThread(asio::io_context& io) { return io.get_executor().running_in_th
 
 }  // namespace
 
-StreamReader::StreamReader(std::shared_ptr<StreamChannel> ch, std::chrono::milliseconds read_timeout)
-    : ch_(std::move(ch)), timeout_(read_timeout) {}
+StreamReader::StreamReader(std::shared_ptr<StreamChannel> ch, std::chrono::milliseconds read_timeout,
+                           std::chrono::steady_clock::time_point deadline)
+    : ch_(std::move(ch)), timeout_(read_timeout), deadline_(deadline) {}
 
 StreamReader::~StreamReader() {
   std::lock_guard<std::mutex> lock(ch_->mu);
@@ -98,7 +99,12 @@ StreamReader::~StreamReader() {
 
 Result<Bytes> StreamReader::Next() {
   std::unique_lock<std::mutex> lock(ch_->mu);
-  bool ready = ch_->cv.wait_for(lock, timeout_, [&] { return !ch_->chunks.empty() || ch_->fin || ch_->error; });
+  const auto now = std::chrono::steady_clock::now();
+  const bool total_first = deadline_ - now < timeout_;
+  const auto until = total_first ? deadline_ : now + timeout_;
+  bool ready = ch_->cv.wait_until(lock, until, [&] { return !ch_->chunks.empty() || ch_->fin || ch_->error; });
+  if (!ready && total_first)
+    return Error::DeadlineExceeded("the QUIC call ran past its total deadline (after {} bytes)", read_);
   if (!ready)
     return Error::DeadlineExceeded("no data from the QUIC peer for {} ms (after {} bytes)", timeout_.count(), read_);
   if (!ch_->chunks.empty()) {
@@ -163,6 +169,9 @@ Result<std::unique_ptr<StreamReader>> QuicClient::OpenStream(const PeerAddr& pee
                                                              Bytes request, const CallOptions& options) {
   asio::io_context& io = endpoint_->io();
   if (OnLoopThread(io)) return Error::Internal("QuicClient::OpenStream called on the endpoint's loop thread");
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = options.total_timeout.count() > 0 ? start + options.total_timeout
+                                                          : std::chrono::steady_clock::time_point::max();
   auto ch = std::make_shared<StreamChannel>();
   ch->io = &io;
   auto opened = std::make_shared<std::promise<Result<void>>>();
@@ -188,16 +197,18 @@ Result<std::unique_ptr<StreamReader>> QuicClient::OpenStream(const PeerAddr& pee
                                       });
                 });
   });
-  if (fut.wait_for(options.connect_timeout) != std::future_status::ready) {
+  const auto connect_until = deadline - start < options.connect_timeout ? deadline : start + options.connect_timeout;
+  if (fut.wait_until(connect_until) != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(ch->mu);
     ch->abandoned = true;
     if (ch->stream_id >= 0) ch->WithStream([](Stream& s) { s.Reset(kStreamCancelled); });
-    return Error::DeadlineExceeded("QUIC connect to {} ({}) timed out after {} ms", peer.ToString(), alpn,
-                                   options.connect_timeout.count());
+    return Error::DeadlineExceeded(
+        "QUIC connect to {} ({}) timed out after {} ms", peer.ToString(), alpn,
+        std::chrono::duration_cast<std::chrono::milliseconds>(connect_until - start).count());
   }
   Result<void> r = fut.get();
   if (!r) return r.error().WithContext(fmt::format("QUIC {} to {}", alpn, peer.ToString()));
-  return std::make_unique<StreamReader>(ch, options.read_timeout);
+  return std::make_unique<StreamReader>(ch, options.read_timeout, deadline);
 }
 
 Result<Bytes> QuicClient::Request(const PeerAddr& peer, const std::string& alpn, ByteSpan request,

@@ -47,6 +47,10 @@ struct PeerAddr {
 struct CallOptions {
   std::chrono::milliseconds connect_timeout{10000};  // dial + handshake + stream open
   std::chrono::milliseconds read_timeout{30000};     // each wait for response bytes
+  // The whole call, from the dial to the response's last byte; 0 = none. A
+  // peer that keeps sending a byte now and then (never idle long enough for
+  // read_timeout) still ends here: kDeadlineExceeded naming the deadline.
+  std::chrono::milliseconds total_timeout{0};
   uint64_t max_response_bytes = 256ull << 20;        // Request() only
 };
 
@@ -56,7 +60,9 @@ struct StreamChannel;  // shared by a StreamReader and its loop-side handler
 // stream (the peer stops sending).
 class StreamReader {
  public:
-  explicit StreamReader(std::shared_ptr<StreamChannel> ch, std::chrono::milliseconds read_timeout);
+  // `deadline`: the call's total deadline (time_point::max() = none).
+  StreamReader(std::shared_ptr<StreamChannel> ch, std::chrono::milliseconds read_timeout,
+               std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   ~StreamReader();
   StreamReader(const StreamReader&) = delete;
   StreamReader& operator=(const StreamReader&) = delete;
@@ -67,6 +73,7 @@ class StreamReader {
  private:
   std::shared_ptr<StreamChannel> ch_;
   std::chrono::milliseconds timeout_;
+  std::chrono::steady_clock::time_point deadline_;
   uint64_t read_ = 0;
   bool done_ = false;
 };

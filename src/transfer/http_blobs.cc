@@ -29,6 +29,23 @@ Result<void> CheckStatus(const net::ClientResponse& resp, const blob::Blake3Hash
                             detail);
 }
 
+// A fetch's total deadline, checked as each piece arrives.
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::milliseconds total)
+      : total_(total), end_(std::chrono::steady_clock::now() + total) {}
+  Result<void> Check(uint64_t received) const {
+    if (total_.count() > 0 && std::chrono::steady_clock::now() > end_)
+      return Error::DeadlineExceeded("blob fetch ran past its total deadline of {} ms (after {} bytes)",
+                                     total_.count(), received);
+    return Ok();
+  }
+
+ private:
+  std::chrono::milliseconds total_;
+  std::chrono::steady_clock::time_point end_;
+};
+
 void Count(const FetchCounters& c, uint64_t received, std::optional<ErrorCode> failure, uint64_t bytes) {
   if (c.received) c.received(received);
   if (c.done) c.done(failure, bytes);
@@ -71,9 +88,11 @@ Result<std::optional<uint64_t>> FetchRangesHttp(const blob::Blake3Hash& hash, co
   net::HttpClient client(peer, co);
   blob::StreamDecoder dec(hash, ranges, sink, options.max_size);
   uint64_t received = 0;
+  const Deadline deadline(options.total_timeout);
   auto r = [&]() -> Result<std::optional<uint64_t>> {
-    auto resp = client.SendStreaming("GET", Target(hash, ranges), {}, "", {}, [&](ByteSpan piece) {
+    auto resp = client.SendStreaming("GET", Target(hash, ranges), {}, "", {}, [&](ByteSpan piece) -> Result<void> {
       received += piece.size();
+      TENZRO_CHECK_OK(deadline.Check(received));
       return dec.Feed(piece);
     });
     if (!resp) return PeerError(resp.error(), peer);
@@ -94,11 +113,14 @@ Result<blob::BlobInfo> FetchBlobHttp(blob::BlobStore& store, const blob::Blake3H
   co.timeout = std::chrono::milliseconds(options.idle_timeout_ms);
   net::HttpClient client(peer, co);
   uint64_t received = 0;
+  const Deadline deadline(options.total_timeout);
   auto r = [&]() -> Result<blob::BlobInfo> {
-    auto resp = client.SendStreaming("GET", Target(hash, blob::ChunkRanges::All()), {}, "", {}, [&](ByteSpan piece) {
-      received += piece.size();
-      return import->Feed(piece);
-    });
+    auto resp = client.SendStreaming("GET", Target(hash, blob::ChunkRanges::All()), {}, "", {},
+                                     [&](ByteSpan piece) -> Result<void> {
+                                       received += piece.size();
+                                       TENZRO_CHECK_OK(deadline.Check(received));
+                                       return import->Feed(piece);
+                                     });
     if (!resp) return PeerError(resp.error(), peer);  // `import` is destroyed: temp file deleted
     TENZRO_CHECK_OK(CheckStatus(*resp, hash, peer));
     auto info = import->Finish();

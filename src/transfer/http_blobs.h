@@ -14,6 +14,7 @@
 // mismatch it aborts, deletes the partial file and names the peer.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ struct FetchCounters {
 struct FetchOptions {
   uint64_t max_size = 16ull << 30;   // refuse blobs claiming more
   int idle_timeout_ms = 30000;       // per read
+  // The whole fetch; a peer that drips (a byte now and then, never idle
+  // for idle_timeout_ms) is cut off here with kDeadlineExceeded.
+  std::chrono::milliseconds total_timeout = std::chrono::minutes(15);
   FetchCounters counters;
 };
 
