@@ -19,18 +19,35 @@ void HolderStatsTable::End(const std::string& node, uint64_t rows, bool ok, doub
     ++e.errors;
     return;
   }
-  const double net = std::max(0.0, rtt_ms - compute_ms);
-  const double tput = compute_ms > 0 ? rows / (compute_ms / 1000.0) : 0;
+  // Only what this node measured counts: the whole call's wall time for
+  // `rows` rows. The compute time the holder reports is not used, so a
+  // holder cannot attract work by claiming to be fast. The time of a batch
+  // is fitted as base + rows * per_row by exponentially weighted least
+  // squares over (rows, rtt) samples.
+  (void)compute_ms;
+  const double x = static_cast<double>(rows), y = std::max(0.0, rtt_ms);
   const bool stale = now - e.last_sample > stale_after_;
   e.last_sample = now;
   if (!e.s.measured || stale) {
-    e.s.rtt_ms = net;
-    e.s.rows_per_s = tput;
+    e.fit = Fit{x, y, x * x, x * y};
     e.s.measured = true;
-    return;
+  } else {
+    e.fit.x += alpha_ * (x - e.fit.x);
+    e.fit.y += alpha_ * (y - e.fit.y);
+    e.fit.xx += alpha_ * (x * x - e.fit.xx);
+    e.fit.xy += alpha_ * (x * y - e.fit.xy);
   }
-  e.s.rtt_ms += alpha_ * (net - e.s.rtt_ms);
-  if (tput > 0) e.s.rows_per_s = e.s.rows_per_s > 0 ? e.s.rows_per_s + alpha_ * (tput - e.s.rows_per_s) : tput;
+  const Fit& f = e.fit;
+  const double var = f.xx - f.x * f.x, cov = f.xy - f.x * f.y;
+  double per_row = var > 1e-6 * std::max(1.0, f.x * f.x) ? cov / var : 0;
+  double base = f.y - per_row * f.x;
+  if (per_row <= 0 || base < 0) {
+    // Calls of one size (or noise): all of the time is per row.
+    per_row = f.x > 0 ? f.y / f.x : 0;
+    base = f.x > 0 ? 0 : f.y;
+  }
+  e.s.rtt_ms = base;
+  e.s.rows_per_s = per_row > 0 ? 1000.0 / per_row : 0;
 }
 
 void HolderStatsTable::Ban(const std::string& node, TimePoint until) {

@@ -1,10 +1,12 @@
 // tenzro dispatch: what this node has measured of each holder, and which
 // holders are banned for a while after failing.
 //
-// Per holder (node id): an EMA of the network round trip (wall time of a
-// call minus the compute time the holder reports), an EMA of its throughput
-// (rows / compute seconds), and the rows sent to it and not yet answered
-// (across all forwards of this node). The planner reads a Snapshot(); the
+// Per holder (node id): the time of a call as this node measured it (wall
+// time from send to answer), fitted as base + rows / throughput by
+// exponentially weighted least squares over the calls' (rows, time); and the
+// rows sent to it and not yet answered (across all forwards of this node).
+// The compute time a holder reports about itself is never used: a holder
+// that lies about its speed attracts no work (docs/security.md). The planner reads a Snapshot(); the
 // forward calls Begin/End around every remote call and Ban when a holder
 // errors or misses its deadline. A measurement older than `stale_after`
 // counts as unmeasured again, so a holder that once looked slow (its first
@@ -36,8 +38,9 @@ class HolderStatsTable {
 
   // `rows` were sent to `node`.
   void Begin(const std::string& node, uint64_t rows);
-  // The call for those rows returned. With ok, the EMAs take the sample:
-  // rtt_ms (whole call) - compute_ms, and rows / compute_ms.
+  // The call for those rows returned after `rtt_ms`. With ok, the fit
+  // takes the sample (rows, rtt_ms); `compute_ms` (the holder's claim) is
+  // ignored.
   void End(const std::string& node, uint64_t rows, bool ok, double rtt_ms, double compute_ms,
            TimePoint now = std::chrono::steady_clock::now());
 
@@ -51,8 +54,12 @@ class HolderStatsTable {
   nlohmann::json ToJson(TimePoint now) const;
 
  private:
+  struct Fit {
+    double x = 0, y = 0, xx = 0, xy = 0;  // EMAs of rows, ms, rows^2, rows*ms
+  };
   struct Entry {
     HolderStats s;
+    Fit fit;
     uint64_t calls = 0, errors = 0;
     TimePoint banned_until{};
     TimePoint last_sample{};

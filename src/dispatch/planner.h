@@ -70,8 +70,8 @@ std::vector<PlanItem> GroupByExpert(const std::vector<TokenRoute>& routes);
 
 // What this node knows of a holder (HolderStatsTable keeps these).
 struct HolderStats {
-  double rtt_ms = 0;         // EMA of round trip minus holder compute
-  double rows_per_s = 0;     // EMA of rows / holder compute time; 0 = unmeasured
+  double rtt_ms = 0;         // fitted fixed cost of a call (ms), as the caller measured it
+  double rows_per_s = 0;     // fitted rows per second of a call's time; 0 = unmeasured
   double rows_queued = 0;    // rows sent and not yet answered
   bool measured = false;     // false: use the PlanInput defaults
 };

@@ -414,34 +414,79 @@ TEST(ForwardTest, InputChecks) {
   EXPECT_FALSE(ParseOnMissing("drop"));
 }
 
-TEST(HolderStatsTest, EmaQueueAndBans) {
+TEST(HolderStatsTest, CallerMeasuredFitQueueAndBans) {
   HolderStatsTable t(0.5);
   t.Begin("a", 10);
   EXPECT_EQ(t.Snapshot()["a"].rows_queued, 10);
   EXPECT_FALSE(t.Snapshot()["a"].measured);
-  t.End("a", 10, true, 12.0, 10.0);  // net 2 ms, 1000 rows/s
+  // One call size so far: all of the measured time is per row (1.2 ms).
+  t.End("a", 10, true, 12.0, 10.0);
   auto s = t.Snapshot()["a"];
   EXPECT_TRUE(s.measured);
-  EXPECT_DOUBLE_EQ(s.rtt_ms, 2.0);
-  EXPECT_DOUBLE_EQ(s.rows_per_s, 1000.0);
+  EXPECT_DOUBLE_EQ(s.rtt_ms, 0.0);
+  EXPECT_NEAR(s.rows_per_s, 1000.0 / 1.2, 1e-9);
   EXPECT_EQ(s.rows_queued, 0);
-  t.Begin("a", 10);
-  t.End("a", 10, true, 9.0, 5.0);  // net 4, 2000 rows/s
+  // A second size: the line through (10 rows, 12 ms) and (30, 22) with equal
+  // weights is 7 ms + 0.5 ms per row. The holder's claimed compute is ignored.
+  t.Begin("a", 30);
+  t.End("a", 30, true, 22.0, 0.001);
   s = t.Snapshot()["a"];
-  EXPECT_DOUBLE_EQ(s.rtt_ms, 3.0);
-  EXPECT_DOUBLE_EQ(s.rows_per_s, 1500.0);
-  t.End("a", 0, false, 100, 0);  // failures leave the EMAs alone
-  EXPECT_DOUBLE_EQ(t.Snapshot()["a"].rtt_ms, 3.0);
+  EXPECT_NEAR(s.rtt_ms, 7.0, 1e-9);
+  EXPECT_NEAR(s.rows_per_s, 2000.0, 1e-6);
+  t.End("a", 0, false, 100, 0);  // failures leave the fit alone
+  EXPECT_NEAR(t.Snapshot()["a"].rtt_ms, 7.0, 1e-9);
   const auto now = std::chrono::steady_clock::now();
-  // Ten seconds without a sample: unmeasured again; the next sample restarts the EMA.
+  // Ten seconds without a sample: unmeasured again; the next sample restarts the fit.
   EXPECT_FALSE(t.Snapshot(now + std::chrono::seconds(11))["a"].measured);
   t.End("a", 1, true, 30, 10, now + std::chrono::seconds(11));
-  EXPECT_DOUBLE_EQ(t.Snapshot(now + std::chrono::seconds(11))["a"].rtt_ms, 20.0);
+  EXPECT_NEAR(t.Snapshot(now + std::chrono::seconds(11))["a"].rows_per_s, 1000.0 / 30, 1e-9);
   t.Ban("a", now + std::chrono::seconds(5));
   t.Ban("a", now + std::chrono::seconds(1));  // never shortens
   EXPECT_EQ(t.Banned(now + std::chrono::seconds(3)).count("a"), 1u);
   EXPECT_TRUE(t.Banned(now + std::chrono::seconds(6)).empty());
   EXPECT_EQ(t.ToJson(now)[0]["errors"], 1);
+}
+
+// A holder that claims a near-zero compute time for every call (so a model
+// built on its claims would think it infinitely fast) but takes 5 ms per row
+// as this node measures it gets no work away from an honest holder that
+// takes 1 ms per row and says so.
+TEST(HolderStatsTest, AHolderThatLiesAboutItsSpeedAttractsNoWork) {
+  HolderStatsTable t;
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t rows = 10 + 10 * (i % 3);
+    t.End("liar", rows, true, 5.0 * rows, 0.001);
+    t.End("honest", rows, true, 2.0 + 1.0 * rows, 1.0 * rows);
+  }
+  const auto st = t.Snapshot();
+  const auto time_for = [&](const std::string& id, double rows) {
+    return st.at(id).rtt_ms + rows / st.at(id).rows_per_s * 1000.0;
+  };
+  EXPECT_NEAR(time_for("liar", 1000), 5000, 1);
+  EXPECT_NEAR(time_for("honest", 1000), 1002, 1);
+
+  PlanInput in;
+  in.self_node_id = "self";
+  for (const char* id : {"liar", "honest"}) {
+    swarm::Declaration d;
+    d.node_id = id;
+    d.model = "m";
+    d.endpoints.push_back({"http", std::string("http://127.0.0.1:") + (id[0] == 'l' ? "1001" : "1002")});
+    for (int e = 0; e < 4; ++e) d.experts.push_back({0, e, "q4_k", "q4_k", "q4_k", "", swarm::Tier::kWarm, 0});
+    in.live.push_back(d);
+  }
+  in.stats = st;
+  std::vector<PlanItem> work;
+  for (int e = 0; e < 4; ++e) {
+    PlanItem it{0, e, {}};
+    for (int k = 0; k < 64; ++k) it.tokens.push_back(k);
+    work.push_back(it);
+  }
+  const Plan p = PlanDispatch(work, in);
+  uint64_t liar_rows = 0, honest_rows = 0;
+  for (const HolderBatch& b : p.batches) (b.node_id == "liar" ? liar_rows : honest_rows) += b.rows;
+  EXPECT_EQ(honest_rows, 4u * 64);
+  EXPECT_EQ(liar_rows, 0u);
 }
 
 }  // namespace

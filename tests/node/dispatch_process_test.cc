@@ -262,7 +262,7 @@ TEST_F(DispatchProcessTest, PlanForwardAndFailover) {
     if (WaitFor([&] { return victim.load() >= 0 || done.load() > 200; }, seconds(300)) && victim.load() >= 0)
       n_[victim.load()].proc->Signal(SIGKILL);
   });
-  std::map<std::string, int> remote_calls;
+  std::map<std::string, int> remote_calls, recent_calls;  // recent: forwards 40..59
   struct Join {
     std::atomic<int>& done;
     std::thread& t;
@@ -285,10 +285,15 @@ TEST_F(DispatchProcessTest, PlanForwardAndFailover) {
     ASSERT_EQ(std::string(out->begin(), out->end()), raw[layer]) << "forward " << i << " differs";
     for (const json& h : j["holders"]) {
       failed_calls += h.contains("error");
-      if (h["transport"] != "local") remote_calls[h["node_id"].get<std::string>()]++;
+      if (h["transport"] != "local") {
+        remote_calls[h["node_id"].get<std::string>()]++;
+        if (i >= 40) recent_calls[h["node_id"].get<std::string>()]++;
+      }
     }
     retried += j["stages"]["rounds"].get<int>() > 1;
-    if (i + 1 == 60) victim = remote_calls[id1] >= remote_calls[id2] ? 1 : 2;
+    // The victim is the holder the planner used most lately (it ranks by
+    // measured times, so the one it prefers now is the one it calls next).
+    if (i + 1 == 60) victim = recent_calls[id1] >= recent_calls[id2] ? 1 : 2;
     done = i + 1;
   }
   killer.join();
