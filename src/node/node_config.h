@@ -40,8 +40,8 @@ struct NodeConfig {
   // Security (docs/security.md).
   double peer_rate = 1000;              // exec/blob requests per second per peer; 0 = unlimited
   uint32_t peer_burst = 5000;           // requests a peer may send at once
-  uint32_t max_connections = 1024;      // per listener, all peers (over: 503)
-  uint32_t max_connections_per_ip = 64; // per listener, one IP address (over: 503)
+  uint32_t max_connections = 1024;      // per listener (HTTP, admin, QUIC), all peers (over: 503 / dropped)
+  uint32_t max_connections_per_ip = 64; // per listener, one IP address (over: 503 / QUIC Initial dropped)
   uint64_t max_inflight_body_bytes = 256ull << 20;  // request bodies held at once, per listener (over: 503)
   uint64_t public_body_bytes = 4ull << 20;  // body limit of public routes other than exec (max_body_bytes)
   double spot_check_fraction = 0.05;    // of remote expert results re-run elsewhere (dispatch/spot_check.h)

@@ -73,6 +73,9 @@ Result<std::shared_ptr<QuicState>> AddQuicService(Node& node, std::shared_ptr<bl
   TENZRO_TRY(identity::Identity id, identity::LoadOrCreateIdentity(cfg.data_dir));
   auto st = std::make_shared<QuicState>();
   quic::EndpointOptions opts;
+  // The same admission caps as the HTTP listeners (docs/security.md).
+  opts.max_connections = cfg.max_connections;
+  opts.max_connections_per_ip = cfg.max_connections_per_ip;
   TENZRO_TRY(st->endpoint, quic::Endpoint::Create(node.io(), id, bind, opts));
   quic::Endpoint& ep = *st->endpoint;
   ep.AddProtocol(quic::kIrohBlobsAlpn, std::make_shared<RateLimitedProtocol>(

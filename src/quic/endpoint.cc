@@ -220,6 +220,14 @@ void Endpoint::Dispatch(std::span<const uint8_t> data, const udp::endpoint& from
     ++stats_.dropped;
     return;
   }
+  // One address may hold at most max_connections_per_ip of them: new keys
+  // from the same host do not buy more.
+  const std::string ip = from.address().to_string();
+  if (auto pi = conns_per_ip_.find(ip); pi != conns_per_ip_.end() && pi->second >= options_.max_connections_per_ip) {
+    ++stats_.dropped;
+    ++stats_.refused_per_ip;
+    return;
+  }
   auto c = Connection::Accept(this, hd, from);
   if (!c) {
     spdlog::warn("quic: cannot accept a connection from {}: {}", from.address().to_string(), c.error().message());
@@ -228,6 +236,8 @@ void Endpoint::Dispatch(std::span<const uint8_t> data, const udp::endpoint& from
   }
   ++stats_.accepted;
   ++server_conns_;
+  ++conns_per_ip_[ip];
+  accepted_ip_[c->get()] = ip;
   conns_[c->get()] = *c;
   (*c)->Receive(path, data);
 }
@@ -361,7 +371,14 @@ void Endpoint::Remove(Connection* c) {
       auto ci = cids_.find(cid);
       if (ci != cids_.end() && ci->second == c) cids_.erase(ci);
     }
-    if (keep->is_server()) --server_conns_;
+    if (keep->is_server()) {
+      --server_conns_;
+      if (auto ai = accepted_ip_.find(c); ai != accepted_ip_.end()) {
+        auto pi = conns_per_ip_.find(ai->second);
+        if (pi != conns_per_ip_.end() && --pi->second == 0) conns_per_ip_.erase(pi);
+        accepted_ip_.erase(ai);
+      }
+    }
     for (auto di = dialed_.begin(); di != dialed_.end();) {
       auto locked = di->second.lock();
       if (!locked || locked.get() == c) di = dialed_.erase(di);

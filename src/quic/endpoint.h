@@ -48,6 +48,7 @@ struct EndpointOptions {
   std::chrono::milliseconds idle_timeout{30000};       // transport parameter max_idle_timeout
   std::chrono::milliseconds handshake_timeout{10000};
   size_t max_connections = 1024;                       // accepted (server) connections at once
+  size_t max_connections_per_ip = 64;                  // of those, from one IP address
   uint64_t max_streams_bidi = 128;                     // concurrent streams a peer may open to us
   uint64_t stream_window = 1u << 20;                   // initial receive window per stream
   uint64_t connection_window = 16u << 20;              // initial receive window per connection
@@ -63,7 +64,8 @@ struct EndpointOptions {
 
 struct EndpointStats {
   uint64_t datagrams_in = 0, datagrams_out = 0, bytes_in = 0, bytes_out = 0;
-  uint64_t dropped = 0;               // not QUIC / unknown connection / over the limit
+  uint64_t dropped = 0;               // not QUIC / unknown connection / over a limit
+  uint64_t refused_per_ip = 0;        // of those: Initials from an IP at max_connections_per_ip
   uint64_t version_negotiations = 0;
   uint64_t accepted = 0, dialed = 0;  // connections created
   uint64_t handshake_failures = 0;
@@ -141,6 +143,8 @@ class Endpoint {
   std::unordered_map<std::string, Connection*> cids_;
   std::map<std::string, std::weak_ptr<Connection>> dialed_;  // node id + '\n' + alpn
   size_t server_conns_ = 0;
+  std::map<std::string, size_t> conns_per_ip_;            // accepted connections by remote IP
+  std::map<const Connection*, std::string> accepted_ip_;  // the IP each accepted connection came from
   EndpointStats stats_;
 };
 

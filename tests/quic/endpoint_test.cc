@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "identity/identity.h"
 #include "quic/quic_client.h"
@@ -233,6 +235,42 @@ TEST_F(QuicEndpointTest, BadPeersAndUnreachableAddressesFailCleanly) {
   EXPECT_TRUE(nobody.error().code() == ErrorCode::kDeadlineExceeded ||
               nobody.error().code() == ErrorCode::kUnavailable)
       << nobody.error().ToString();
+}
+
+// Admission: one IP address holds at most max_connections_per_ip accepted
+// connections. Here 3: three clients on 127.0.0.1 (each its own socket and
+// key) connect, the fourth's Initials are dropped (its dial times out, the
+// server keeps serving the others), and once a connection is gone the
+// address may connect again.
+TEST_F(QuicEndpointTest, ConnectionsPerIpAreCapped) {
+  EndpointOptions opts;
+  opts.max_connections_per_ip = 3;
+  opts.idle_timeout = std::chrono::milliseconds(1500);
+  StartServer(opts);
+  std::vector<std::unique_ptr<QuicClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(QuicClient::Start(identity::Identity::Generate()).value());
+    auto r = Echo(*clients.back(), Pattern(100, static_cast<uint8_t>(i)));
+    ASSERT_TRUE(r) << "client " << i << ": " << r.error().ToString();
+  }
+  EXPECT_EQ(ServerConnections(), 3u);
+  auto fourth = QuicClient::Start(identity::Identity::Generate()).value();
+  CallOptions quick;
+  quick.connect_timeout = std::chrono::milliseconds(500);
+  auto refused = Echo(*fourth, Pattern(100, 4), quick);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kDeadlineExceeded) << refused.error().ToString();
+  EXPECT_GE(ServerStats().refused_per_ip, 1u);
+  EXPECT_EQ(ServerConnections(), 3u);
+  EXPECT_TRUE(Echo(*clients[0], Pattern(100, 5)));  // the admitted ones keep working
+  // Idle connections close (1.5 s): the address may connect again.
+  clients.clear();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ServerConnections() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(ServerConnections(), 0u);
+  auto again = Echo(*fourth, Pattern(100, 6));
+  EXPECT_TRUE(again) << again.error().ToString();
 }
 
 }  // namespace
