@@ -178,14 +178,14 @@ const std::vector<NodeConfigKey> kKeys = {
        c.peer_burst = n;
        return Ok();
      }},
-    {"max_connections", "Open connections per listener, all peers together; past it: 503 with Retry-After",
+    {"max_connections", "Open connections per listener (HTTP, admin, QUIC), all peers together; past it: 503 with Retry-After (QUIC: the handshake is dropped)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1'000'000));
        if (n == 0) return Error::InvalidArgument("must be at least 1");
        c.max_connections = n;
        return Ok();
      }},
-    {"max_connections_per_ip", "Open connections per listener from one IP address; past it: 503 with Retry-After",
+    {"max_connections_per_ip", "Open connections per listener (HTTP, admin, QUIC) from one IP address; past it: 503 with Retry-After (QUIC: the handshake is dropped)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1'000'000));
        if (n == 0) return Error::InvalidArgument("must be at least 1");
