@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/bytes.h"
-#include "swarm/envelope.h"
+#include "identity/envelope.h"
 
 namespace tenzro::swarm {
 
@@ -15,7 +15,7 @@ constexpr int kMaxIndex = 1 << 20;        // layer / expert bound
 constexpr size_t kMaxShortString = 256;   // model, formats, hashes, addresses
 
 // Exact size of the record that EncodeRecord produces for `body_text`.
-size_t RecordBytes(const std::string& body_text) { return EnvelopeBytes(body_text); }
+size_t RecordBytes(const std::string& body_text) { return identity::EnvelopeBytes(body_text); }
 
 bool PrintableAscii(std::string_view s) {
   for (char c : s) {
@@ -248,11 +248,11 @@ Result<std::string> EncodeRecord(const Declaration& d, const identity::Identity&
     return Error::ResourceExhausted("declaration: record of {} bytes exceeds {} (split it into parts)",
                                     RecordBytes(body), kMaxRecordBytes);
   }
-  return SealEnvelope(kDeclarationDomain, body, id);
+  return identity::SealEnvelope(kDeclarationDomain, body, id);
 }
 
 Result<Declaration> DecodeRecord(std::string_view record) {
-  TENZRO_TRY(json body, OpenEnvelope(kDeclarationDomain, record, kMaxRecordBytes, "declaration record"));
+  TENZRO_TRY(json body, identity::OpenEnvelope(kDeclarationDomain, record, kMaxRecordBytes, "declaration record"));
   return DeclarationFromJson(body);
 }
 

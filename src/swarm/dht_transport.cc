@@ -9,7 +9,7 @@
 #include <opendht.h>
 
 #include "swarm/declaration.h"
-#include "swarm/envelope.h"
+#include "identity/envelope.h"
 #include "swarm/provider.h"
 #include "swarm/value_id.h"
 

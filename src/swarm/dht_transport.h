@@ -5,7 +5,7 @@
 // (kTenzroDhtNetwork) so a node never joins or answers a public OpenDHT
 // network. Without bootstrap nodes it is a network of one: puts are stored
 // locally and gets answer them. Keys are hashed with InfoHash::get(key);
-// values are tenzro's signed records (swarm/envelope.h) of at most 64 KiB
+// values are tenzro's signed records (identity/envelope.h) of at most 64 KiB
 // with the caller's value id, stored under tenzro's own value type: storing
 // nodes refuse anything that is not a validly signed declaration or provider
 // record, and let a value id be replaced only by a record of the same signer

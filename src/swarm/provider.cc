@@ -1,6 +1,6 @@
 #include "swarm/provider.h"
 
-#include "swarm/envelope.h"
+#include "identity/envelope.h"
 
 namespace tenzro::swarm {
 
@@ -47,11 +47,11 @@ Result<std::string> EncodeProviderRecord(const ProviderRecord& r, const identity
       return Error::InvalidArgument("provider record: bad endpoint '{}'", e.address);
   }
   if (r.ttl_s == 0 || r.timestamp_ms < 0) return Error::InvalidArgument("provider record: ttl or timestamp out of range");
-  return SealEnvelope(kProviderDomain, Body(r).dump(), id);
+  return identity::SealEnvelope(kProviderDomain, Body(r).dump(), id);
 }
 
 Result<ProviderRecord> DecodeProviderRecord(std::string_view record) {
-  TENZRO_TRY(json body, OpenEnvelope(kProviderDomain, record, kMaxProviderRecordBytes, "provider record"));
+  TENZRO_TRY(json body, identity::OpenEnvelope(kProviderDomain, record, kMaxProviderRecordBytes, "provider record"));
   ProviderRecord r;
   r.node_id = body["node_id"].get<std::string>();
   auto hash = body.find("hash");

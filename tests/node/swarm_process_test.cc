@@ -17,7 +17,7 @@
 #include "swarm/agent.h"
 #include "swarm/declaration.h"
 #include "swarm/dht_transport.h"
-#include "swarm/envelope.h"
+#include "identity/envelope.h"
 #include "swarm/transport.h"
 #include "swarm/value_id.h"
 #include "testutil/node_process.h"
@@ -164,7 +164,7 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
     d.timestamp_ms = swarm::UnixMillis();
     for (int e = 0; e < 8; ++e) d.experts.push_back({1, e, "f32", "f32", "f32", "", swarm::Tier::kWarm, 1e6});
     const std::string forged =
-        swarm::SealEnvelope(swarm::kDeclarationDomain, swarm::DeclarationToJson(d).dump(), mallory);
+        identity::SealEnvelope(swarm::kDeclarationDomain, swarm::DeclarationToJson(d).dump(), mallory);
     ASSERT_TRUE((*stranger)->Put(key, 0xF00D1, forged));
     std::string tampered;
     for (const auto& v : genuine)

@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-#include "swarm/envelope.h"
+#include "identity/envelope.h"
 
 namespace tenzro::swarm {
 namespace {
@@ -125,7 +125,7 @@ TEST(AgentTest, ForgedAndReplayedRecordsAreIgnored) {
   forged.timestamp_ms = f.now;
   forged.experts.push_back({0, 7, "f32", "f32", "f32", "", Tier::kWarm, 0});
   std::string body = DeclarationToJson(forged).dump();
-  ASSERT_TRUE(f.net->Put(DeclarationKey("m"), 1001, SealEnvelope(kDeclarationDomain, body, mallory)));
+  ASSERT_TRUE(f.net->Put(DeclarationKey("m"), 1001, identity::SealEnvelope(kDeclarationDomain, body, mallory)));
   auto reader = f.Agent({});
   ASSERT_TRUE(reader->Live("m"));
   // The old record again, replayed under another value id after the reader

@@ -1,5 +1,5 @@
-// tenzro swarm: the signed record envelope shared by declarations and
-// provider records.
+// tenzro identity: the signed record envelope shared by declarations,
+// provider records (swarm) and model manifests (manifest).
 //
 //   {"body":"<canonical JSON body as a string>","sig":"<128 hex>","v":1}
 //
@@ -16,7 +16,7 @@
 #include "core/result.h"
 #include "identity/identity.h"
 
-namespace tenzro::swarm {
+namespace tenzro::identity {
 
 inline constexpr int kEnvelopeVersion = 1;
 
@@ -24,7 +24,7 @@ inline constexpr int kEnvelopeVersion = 1;
 size_t EnvelopeBytes(const std::string& body_text);
 
 // Signs domain || body_text with `id` and wraps it.
-std::string SealEnvelope(std::string_view domain, const std::string& body_text, const identity::Identity& id);
+std::string SealEnvelope(std::string_view domain, const std::string& body_text, const Identity& id);
 
 // Parses and verifies an untrusted record of at most `max_bytes`; returns the
 // body object. `what` names the record kind in errors ("declaration record").
@@ -33,4 +33,4 @@ std::string SealEnvelope(std::string_view domain, const std::string& body_text, 
 Result<nlohmann::json> OpenEnvelope(std::string_view domain, std::string_view record, size_t max_bytes,
                                     std::string_view what);
 
-}  // namespace tenzro::swarm
+}  // namespace tenzro::identity

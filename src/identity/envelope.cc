@@ -1,8 +1,8 @@
-#include "swarm/envelope.h"
+#include "identity/envelope.h"
 
 #include "core/bytes.h"
 
-namespace tenzro::swarm {
+namespace tenzro::identity {
 
 using nlohmann::json;
 
@@ -20,13 +20,13 @@ ByteSpan AsBytes(const std::string& s) { return ByteSpan(reinterpret_cast<const 
 }  // namespace
 
 size_t EnvelopeBytes(const std::string& body_text) {
-  return kEnv0.size() + json(body_text).dump().size() + kEnv1.size() + 2 * identity::kSignatureBytes + kEnv2.size();
+  return kEnv0.size() + json(body_text).dump().size() + kEnv1.size() + 2 * kSignatureBytes + kEnv2.size();
 }
 
 std::string SealEnvelope(std::string_view domain, const std::string& body_text, const identity::Identity& id) {
   std::string message(domain);
   message += body_text;
-  identity::Signature sig = id.Sign(AsBytes(message));
+  Signature sig = id.Sign(AsBytes(message));
   std::string out(kEnv0);
   out += json(body_text).dump();
   out += kEnv1;
@@ -49,23 +49,23 @@ Result<json> OpenEnvelope(std::string_view domain, std::string_view record, size
   if (!body_v || !body_v->is_string()) return Error::Corruption("{}: body missing or not a string", what);
   if (!sig_v || !sig_v->is_string()) return Error::Corruption("{}: sig missing or not a string", what);
   const std::string& body_text = body_v->get_ref<const std::string&>();
-  identity::Signature sig;
+  Signature sig;
   if (!FromHex(sig_v->get_ref<const std::string&>(), sig)) {
-    return Error::Corruption("{}: sig is not {} hex digits", what, 2 * identity::kSignatureBytes);
+    return Error::Corruption("{}: sig is not {} hex digits", what, 2 * kSignatureBytes);
   }
   json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) return Error::Corruption("{}: body is not a JSON object", what);
   const json* node_id = Member(body, "node_id");
-  if (!node_id || !node_id->is_string() || !identity::IsValidNodeId(node_id->get_ref<const std::string&>())) {
+  if (!node_id || !node_id->is_string() || !IsValidNodeId(node_id->get_ref<const std::string&>())) {
     return Error::Corruption("{}: node_id missing or not 64 lower-case hex digits", what);
   }
   std::string message(domain);
   message += body_text;
-  if (!identity::Verify(node_id->get_ref<const std::string&>(), AsBytes(message), sig)) {
+  if (!Verify(node_id->get_ref<const std::string&>(), AsBytes(message), sig)) {
     return Error::PermissionDenied("{}: signature does not verify for node_id {}", what,
                                    node_id->get_ref<const std::string&>());
   }
   return body;
 }
 
-}  // namespace tenzro::swarm
+}  // namespace tenzro::identity
