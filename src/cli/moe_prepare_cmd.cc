@@ -50,6 +50,7 @@ void PrintJobHuman(const json& job) {
     fmt::print("  spine {} bytes ({} tensors; {} converted)  checkpoint {} bytes  routed experts {} bytes ({} tensors)\n",
                Field(r, "bytes"), Field(r, "tensors"), r.value("converted", json::array()).size(),
                Field(r, "checkpoint_bytes"), Field(r, "expert_bytes"), Field(r, "dropped_tensors"));
+    if (r.contains("manifest")) fmt::print("manifest {}\n", Field(r["manifest"], "hash"));
     return;
   }
   fmt::print("model {}  layer {}/{}  checkpoint {}\n", Field(r, "model_id"), Field(r, "layer"), Field(r, "n_layer"),
@@ -65,6 +66,10 @@ void PrintJobHuman(const json& job) {
     }
   }
   if (r.contains("gate")) fmt::print("  gate         {}  {} bytes\n", Field(r["gate"], "uri"), Field(r["gate"], "bytes"));
+  if (r.contains("manifest"))
+    fmt::print("manifest {}  (every blob this node prepared of the model, signed; holders trust it with "
+               "--trust-manifest)\n",
+               Field(r["manifest"], "hash"));
 }
 
 // Waits until the job finished (done or failed) and returns its record.
@@ -141,6 +146,42 @@ Result<void> RunDense(Globals& g, const DenseArgs& a) {
   return PrintJob(job, a.json_out);
 }
 
+struct ManifestArgs {
+  std::string model_id;
+  bool json_out = false;
+};
+
+Result<void> RunPublishManifest(Globals& g, const ManifestArgs& a) {
+  TENZRO_TRY(NodeClient node, ConnectToNode(g));
+  TENZRO_TRY(json m, node.Post("/v1/moe/publish-manifest", json{{"model", a.model_id}}));
+  if (a.json_out) {
+    fmt::print("{}\n", m.dump(2));
+    return Ok();
+  }
+  fmt::print("manifest of {}: {}\n  {} experts, {} gates, {} spines{}; signed by {}\n", Field(m, "model"),
+             Field(m, "hash"), Field(m, "experts"), Field(m, "gates"), Field(m, "spines"),
+             m.value("shape", false) ? ", with the shape" : "", Field(m, "publisher"));
+  fmt::print("holders: tenzro node run ... --trust-manifest {}\n", Field(m, "hash"));
+  return Ok();
+}
+
+Result<void> RunManifestStatus(Globals& g, const ManifestArgs& a) {
+  TENZRO_TRY(NodeClient node, ConnectToNode(g));
+  TENZRO_TRY(json s, node.Get("/v1/moe/manifest"));
+  if (a.json_out) {
+    fmt::print("{}\n", s.dump(2));
+    return Ok();
+  }
+  fmt::print("mode: {}\n", Field(s, "mode"));
+  for (const json& m : s.value("manifests", json::array()))
+    fmt::print("  {}  model {}  {} experts {} gates {} spines  publisher {}\n", Field(m, "hash"), Field(m, "model"),
+               Field(m, "experts"), Field(m, "gates"), Field(m, "spines"), Field(m, "publisher"));
+  for (const json& h : s.value("pending", json::array())) fmt::print("  {}  (not loaded yet)\n", h.get<std::string>());
+  for (const json& p : s.value("publishers", json::array())) fmt::print("  publisher {}\n", p.get<std::string>());
+  if (s.contains("last_error")) fmt::print("last error: {}\n", Field(s, "last_error"));
+  return Ok();
+}
+
 Result<void> RunStatus(Globals& g, const StatusArgs& a) {
   TENZRO_TRY(NodeClient node, ConnectToNode(g));
   json job;
@@ -189,6 +230,18 @@ void RegisterPrepare(CLI::App& root, Globals& g) {
   s->add_flag("--json", sa->json_out, "Print the job as JSON");
   s->footer("Example: tenzro moe prepare-status --job-id 3f2a9c0d41e7b655 --wait");
   SetAction(s, g, [&g, sa] { return RunStatus(g, *sa); });
+
+  auto ma = std::make_shared<ManifestArgs>();
+  CLI::App* pm = moe->add_subcommand(
+      "publish-manifest",
+      "Sign and publish the model's manifest: every expert, gate and spine blob this node prepared, by hash");
+  pm->add_option("--model-id,--model", ma->model_id, "Model id")->required();
+  pm->add_flag("--json", ma->json_out, "Print the answer as JSON");
+  pm->footer("Example: tenzro moe publish-manifest --model qwen3.5-397b-a17b   (then holders run with --trust-manifest HASH)");
+  SetAction(pm, g, [&g, ma] { return RunPublishManifest(g, *ma); });
+  CLI::App* ms = moe->add_subcommand("manifest-status", "Show the manifests this node trusts (manifest mode) or open mode");
+  ms->add_flag("--json", ma->json_out, "Print the status as JSON");
+  SetAction(ms, g, [&g, ma] { return RunManifestStatus(g, *ma); });
 }
 
 }  // namespace

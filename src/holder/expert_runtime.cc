@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "blob/blake3.h"
 #include "blob/blob_uri.h"
 #include "catalog/catalog.h"
 #include "core/cpu.h"
@@ -84,6 +85,10 @@ Result<std::unique_ptr<ExpertRuntime>> ExpertRuntime::Open(ExpertRuntimeOptions 
 Result<ExpertRuntime::Shape> ExpertRuntime::ResolveModel(const std::string& id) const {
   auto r = catalog::ResolveShape(id, std::nullopt, options_.data_dir);
   if (r) return Shape{std::move(r->shape), std::string(catalog::ShapeSourceName(r->source))};
+  if (r.error().code() == ErrorCode::kNotFound && options_.trust) {
+    options_.trust->For(id);  // loads configured manifests not loaded yet
+    if (auto s = options_.trust->Shape(id)) return Shape{std::move(*s), "manifest"};
+  }
   if (r.error().code() == ErrorCode::kNotFound) return Shape{std::nullopt, "file"};
   return r.error();
 }
@@ -145,6 +150,10 @@ Result<json> ExpertRuntime::LoadExpertFrom(const std::string& id, int layer, int
   // 1. The bytes, as a mini-GGUF image.
   Image img;
   if (IsBlobRef(src.file)) {
+    // A blob the model's trusted manifest does not list is refused before
+    // a byte of it is fetched.
+    TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(src.file));
+    if (options_.trust) TENZRO_CHECK_OK(options_.trust->CheckExpert(id, layer, expert, uri.hash.ToHex()));
     TENZRO_TRY(img.path, AcquireBlob(src.file, src.from, &out, fetched));
     img.kind = "blob";
   } else {
@@ -168,6 +177,10 @@ Result<json> ExpertRuntime::LoadExpertFrom(const std::string& id, int layer, int
     img.kind = "safetensors";
   }
   out["source"] = img.kind;
+  // A file (operator's path) is held to the manifest too: its mini-GGUF
+  // must be byte for byte a blob the manifest lists.
+  if (options_.trust && img.kind != "blob")
+    TENZRO_CHECK_OK(options_.trust->CheckExpert(id, layer, expert, blob::Blake3(img.bytes).ToHex()));
 
   // 2. Checks: identity, formats, shape.
   TENZRO_TRY(format::DecodedExpertFile d, format::DecodeExpertGguf(img.bytes, img.owner, src.file));
@@ -281,6 +294,8 @@ Result<json> ExpertRuntime::LoadGateFrom(const std::string& id, int layer, const
   std::string path = src.file;
   std::string kind;
   if (IsBlobRef(src.file)) {
+    TENZRO_TRY(blob::BlobUri uri, blob::ParseBlobUri(src.file));
+    if (options_.trust) TENZRO_CHECK_OK(options_.trust->CheckGate(id, layer, uri.hash.ToHex()));
     TENZRO_TRY(path, AcquireBlob(src.file, src.from, &out, fetched));
     kind = "blob";
   } else if (src.file.empty() || src.file[0] != '/') {
@@ -297,6 +312,8 @@ Result<json> ExpertRuntime::LoadGateFrom(const std::string& id, int layer, const
     kind = "safetensors";
   }
   out["source"] = kind;
+  if (options_.trust && kind != "blob")
+    TENZRO_CHECK_OK(options_.trust->CheckGate(id, layer, blob::Blake3(ByteSpan(raw)).ToHex()));
   auto image = std::make_shared<const Bytes>(std::move(raw));
   TENZRO_TRY(std::shared_ptr<const runtime::GateWeights> g, runtime::DecodeGate(image, src.file));
   const runtime::GateFileInfo& gi = g->info;

@@ -15,7 +15,8 @@
 // the node's data dir): a mismatch is kInvalidArgument naming expected vs got
 // and leaves the runtime unchanged. A model unknown to the catalog and the
 // built-in table is accepted with the shape the file gives (consistent with
-// what is already loaded for it); the answer says so in "note".
+// what is already loaded for it); the answer says so in "note". In manifest
+// mode (options.trust) only blobs the model's trusted manifest lists load.
 //
 // Thread-safety: every method may be called from any thread. The gate map is
 // guarded by its own mutex; the cache has its own locking; loads of the same
@@ -37,6 +38,7 @@
 #include "catalog/model_shape.h"
 #include "core/result.h"
 #include "core/thread_pool.h"
+#include "manifest/manifest_trust.h"
 #include "runtime/cached_moe.h"
 #include "runtime/expert_cache.h"
 #include "runtime/moe_block.h"
@@ -61,6 +63,12 @@ struct ExpertRuntimeOptions {
       fetch_blob;
   // Called after a successful load (the swarm re-publishes the holdings).
   std::function<void()> on_change;
+  // The node's trusted model manifests. In manifest mode every load is
+  // checked against them: a blob URI before anything is fetched, a file by
+  // the BLAKE3 of its (converted) mini-GGUF; a refusal is kPermissionDenied
+  // and leaves the runtime unchanged. A model the catalog does not know takes
+  // its shape from a trusted manifest that carries one. Null: open mode.
+  std::shared_ptr<manifest::TrustStore> trust;
 };
 
 // Where a load reads from: an absolute path (safetensors or mini-GGUF) or a

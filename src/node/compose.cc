@@ -10,6 +10,7 @@
 #include "node/dispatch_service.h"
 #include "node/exec_service.h"
 #include "node/generate_service.h"
+#include "node/manifest_service.h"
 #include "node/moe_services.h"
 #include "node/node_metrics.h"
 #include "node/runtime_service.h"
@@ -88,7 +89,9 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
       if (auto r = s->agent->Publish(); !r) spdlog::warn("swarm: publish after load failed: {}", r.error().ToString());
     }
   };
-  TENZRO_TRY(p.runtime, Named("expert runtime", OpenNodeExpertRuntime(node, p.store, fetch_blob, on_change)));
+  TENZRO_TRY(p.trust, Named("manifest trust", MakeNodeTrust(node, p.store, fetch_blob)));
+  TENZRO_TRY(p.runtime,
+             Named("expert runtime", OpenNodeExpertRuntime(node, p.store, fetch_blob, on_change, p.trust)));
   TENZRO_TRY(p.quic, Named("quic", AddQuicService(node, p.store)));
   if (p.quic) {
     // The fetcher keeps the node's QUIC state alive.
@@ -100,12 +103,13 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
   }
   std::optional<std::string> quic_address;
   if (p.quic) quic_address = p.quic->advertised;
-  TENZRO_TRY(p.swarm, Named("swarm", StartSwarm(node, p.runtime, quic_address)));
+  TENZRO_TRY(p.swarm, Named("swarm", StartSwarm(node, p.runtime, quic_address, ManifestScreen(p.trust))));
   *swarm_link = p.swarm;
   p.runner = MakeNodeExpertRunner(p.runtime, &node.pool());
   p.exec_options = NodeExecOptions(cfg, p.swarm->agent);
   p.dispatcher = MakeNodeDispatcher(p.runtime, p.swarm->agent, p.runner, p.exec_options, p.quic);
   node.Keep(p.store);
+  node.Keep(p.trust);
   node.Keep(p.runtime);
   node.Keep(p.quic);
   node.Keep(p.swarm);
@@ -114,11 +118,12 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
   // Route groups, each with what it uses.
   TENZRO_CHECK_OK(Named("blob service", AddBlobService(node, p.store)));
   TENZRO_CHECK_OK(Named("prepare service", AddPrepareService(node, p.store, p.swarm->agent)));
+  TENZRO_CHECK_OK(Named("manifest service", AddManifestService(node, p.store, p.trust, p.swarm->agent)));
   TENZRO_CHECK_OK(Named("runtime service", AddRuntimeService(node, p.runtime)));
   TENZRO_CHECK_OK(Named("swarm service", AddSwarmService(node, p.swarm)));
   TENZRO_CHECK_OK(Named("exec service", AddExecService(node, p.runner, p.exec_options)));
   TENZRO_CHECK_OK(Named("dispatch service", AddDispatchService(node, p.runtime, p.dispatcher)));
-  TENZRO_CHECK_OK(Named("generate service", AddGenerateService(node, p.store, p.dispatcher)));
+  TENZRO_CHECK_OK(Named("generate service", AddGenerateService(node, p.store, p.dispatcher, p.trust)));
   AddNodeMetrics(node);
   TENZRO_CHECK_OK(Named("serve service", AddServe(node, p)));
   TENZRO_CHECK_OK(Named("dashboard", AddDashboardService(node, DashboardParts{p.runtime, p.swarm->agent, quic_address})));

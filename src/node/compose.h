@@ -2,6 +2,7 @@
 // of, built in one place, in dependency order.
 //
 //   store      DATA_DIR/blobs                        (moe_services.h)
+//   trust      the trusted model manifests           (manifest_service.h)
 //   runtime    expert cache over the store           (runtime_service.h)
 //   quic       endpoint + client, unless --quic off  (quic_service.h)
 //   swarm      DHT + agent publishing the runtime    (swarm_service.h)
@@ -24,6 +25,7 @@
 #include "dispatch/exec_server.h"
 #include "dispatch/forward.h"
 #include "holder/expert_runtime.h"
+#include "manifest/manifest_trust.h"
 #include "node/node.h"
 #include "node/node_config.h"
 #include "node/quic_service.h"
@@ -33,6 +35,7 @@ namespace tenzro::node {
 
 struct NodeParts {
   std::shared_ptr<blob::BlobStore> store;
+  std::shared_ptr<manifest::TrustStore> trust;  // open mode unless configured
   std::shared_ptr<holder::ExpertRuntime> runtime;
   std::shared_ptr<QuicState> quic;  // null when QUIC is off
   std::shared_ptr<SwarmState> swarm;

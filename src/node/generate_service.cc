@@ -112,8 +112,9 @@ Result<GenerateRequest> ParseRequest(const json& b) {
 
 class GenerateService {
  public:
-  GenerateService(Node& node, std::shared_ptr<blob::BlobStore> store, std::shared_ptr<dispatch::Dispatcher> dispatcher)
-      : node_(node), store_(std::move(store)), dispatcher_(std::move(dispatcher)) {}
+  GenerateService(Node& node, std::shared_ptr<blob::BlobStore> store, std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                  std::shared_ptr<manifest::TrustStore> trust)
+      : node_(node), store_(std::move(store)), dispatcher_(std::move(dispatcher)), trust_(std::move(trust)) {}
 
   // Runs one request; the caller serialises calls (one generation at a time).
   Result<json> Generate(const json& body) {
@@ -175,6 +176,7 @@ class GenerateService {
   Result<std::string> PathOf(const std::string& id, const std::string& spine) {
     if (!spine.empty()) {
       TENZRO_TRY(blob::Blake3Hash hash, blob::ParseHashOrUri(spine));
+      if (trust_) TENZRO_CHECK_OK(trust_->CheckSpine(id, hash.ToHex()));
       if (!store_->Has(hash))
         return Error::NotFound("spine {} is not in this node's blob store (tenzro blob get)", spine);
       return store_->DataPath(hash);
@@ -218,19 +220,21 @@ class GenerateService {
   Node& node_;
   std::shared_ptr<blob::BlobStore> store_;
   std::shared_ptr<dispatch::Dispatcher> dispatcher_;
+  std::shared_ptr<manifest::TrustStore> trust_;  // spines must be in a trusted manifest (manifest mode)
   std::map<std::string, std::unique_ptr<ServedModel>> models_;
 };
 
 }  // namespace
 
 Result<void> AddGenerateService(Node& node, std::shared_ptr<blob::BlobStore> store,
-                                std::shared_ptr<dispatch::Dispatcher> dispatcher) {
+                                std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                                std::shared_ptr<manifest::TrustStore> trust) {
   // One generation at a time, on its own thread: it waits on remote holders
   // (whose exec requests run on the node pools) and must not hold a worker
   // of pool() while it does (see AddDispatchService).
   auto gen_pool = std::make_shared<ThreadPool>(1, "generate");
   node.OnStop([gen_pool] { gen_pool->Shutdown(); });
-  auto svc = std::make_shared<GenerateService>(node, std::move(store), std::move(dispatcher));
+  auto svc = std::make_shared<GenerateService>(node, std::move(store), std::move(dispatcher), std::move(trust));
   node.admin_router().AddOnPool("POST", "/v1/model/generate", gen_pool.get(), [svc](const net::Request& http) {
     auto body = net::ParseJsonBody(http.body);
     if (!body) return net::ErrorResponse(body.error());

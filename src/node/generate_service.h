@@ -35,14 +35,17 @@
 #include "blob/blob_store.h"
 #include "core/result.h"
 #include "dispatch/forward.h"
+#include "manifest/manifest_trust.h"
 
 namespace tenzro::node {
 
 class Node;
 
 // The route, opening spines from `store` and sending experts through
-// `dispatcher`.
+// `dispatcher`. In manifest mode (`trust` enabled) a spine blob must be one
+// the model's trusted manifest lists (kPermissionDenied otherwise).
 Result<void> AddGenerateService(Node& node, std::shared_ptr<blob::BlobStore> store,
-                                std::shared_ptr<dispatch::Dispatcher> dispatcher);
+                                std::shared_ptr<dispatch::Dispatcher> dispatcher,
+                                std::shared_ptr<manifest::TrustStore> trust = nullptr);
 
 }  // namespace tenzro::node

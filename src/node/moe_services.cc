@@ -6,6 +6,7 @@
 
 #include "catalog/catalog.h"
 #include "net/json_http.h"
+#include "node/manifest_service.h"
 #include "node/node_metrics.h"
 #include "transfer/http_blobs.h"
 #include "node/node.h"
@@ -18,10 +19,11 @@ namespace {
 
 using nlohmann::json;
 
-// `published` sees the result of a successful job (the swarm announces the
-// new blobs at once rather than at its next refresh).
+// `published` sees the result of a successful job and may add to it (the
+// swarm announces the new blobs at once rather than at its next refresh; the
+// model's manifest is re-published and named in the result).
 JobFn PrepareJob(std::shared_ptr<blob::BlobStore> store, prepare::PrepareRequest req,
-                 std::function<void(const json&)> published) {
+                 std::function<void(json&)> published) {
   return [store, req, published](JobContext& ctx) -> Result<json> {
     TENZRO_TRY(json result, prepare::RunPrepare(req, *store, [&ctx](int done, int total, const std::string& msg) {
       ctx.SetProgress(static_cast<uint64_t>(done), static_cast<uint64_t>(total), msg);
@@ -32,7 +34,7 @@ JobFn PrepareJob(std::shared_ptr<blob::BlobStore> store, prepare::PrepareRequest
 }
 
 JobFn PrepareDenseJob(std::shared_ptr<blob::BlobStore> store, prepare::SpineRequest req,
-                      std::function<void(const json&)> published) {
+                      std::function<void(json&)> published) {
   return [store, req, published](JobContext& ctx) -> Result<json> {
     TENZRO_TRY(json result, prepare::RunPrepareDense(req, *store, [&ctx](int done, int total, const std::string& msg) {
       ctx.SetProgress(static_cast<uint64_t>(done), static_cast<uint64_t>(total), msg);
@@ -101,8 +103,13 @@ Result<void> AddPrepareService(Node& node, std::shared_ptr<blob::BlobStore> stor
                                std::shared_ptr<swarm::SwarmAgent> agent) {
   std::string data_dir = node.data_dir();
   JobRegistry* jobs = &node.jobs();
-  std::function<void(const json&)> published;
-  if (agent) published = [agent](const json& result) { AnnouncePrepared(*agent, result); };
+  Node* n = &node;
+  std::function<void(json&)> published = [agent, store, n](json& result) {
+    if (agent) AnnouncePrepared(*agent, result);
+    auto m = PublishManifest(*n, *store, agent.get(), result.value("model_id", ""), &result);
+    if (m) result["manifest"] = {{"hash", (*m)["hash"]}, {"uri", (*m)["uri"]}};
+    else spdlog::warn("prepare: could not publish the model's manifest: {}", m.error().ToString());
+  };
   node.admin_router().Add("POST", "/v1/moe/prepare", [store, data_dir, jobs, published](const net::Request& http) {
     auto body = net::ParseJsonBody(http.body);
     if (!body) return net::ErrorResponse(body.error());

@@ -34,7 +34,9 @@ inline constexpr const char* kPrepareDenseJobKind = "moe.prepare-dense";
 Result<std::shared_ptr<blob::BlobStore>> OpenNodeBlobStore(const std::string& data_dir);
 
 Result<void> AddBlobService(Node& node, std::shared_ptr<blob::BlobStore> store);
-// `agent` (may be null) announces every blob a finished job published.
+// `agent` (may be null) announces every blob a finished job published; every
+// finished job re-publishes the model's manifest (node/manifest_service.h)
+// and names it in its result ("manifest": {"hash", "uri"}).
 Result<void> AddPrepareService(Node& node, std::shared_ptr<blob::BlobStore> store,
                                std::shared_ptr<swarm::SwarmAgent> agent);
 

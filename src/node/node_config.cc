@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <functional>
 
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
@@ -35,6 +36,30 @@ Result<bool> ParseBool(std::string_view v) {
   if (v == "true" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "0" || v == "no") return false;
   return Error::InvalidArgument("'{}' is not true or false", v);
+}
+
+// Calls `one` on each item of a value that may hold several, separated by
+// commas or newlines (blanks around items ignored, empty items skipped).
+Result<void> ForEachItem(std::string_view v, const std::function<Result<void>(std::string_view)>& one) {
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t end = v.find_first_of(",\n", start);
+    if (end == std::string_view::npos) end = v.size();
+    std::string_view item = v.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) TENZRO_CHECK_OK(one(item));
+    start = end + 1;
+  }
+  return Ok();
+}
+
+// 64 lower-case hex digits (a blob hash or a node id).
+Result<std::string> Hex64(std::string_view v, std::string_view what) {
+  bool ok = v.size() == 64;
+  for (char ch : v) ok = ok && ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'));
+  if (!ok) return Error::InvalidArgument("'{}' is not a {} (64 lower-case hex digits)", v.substr(0, 80), what);
+  return std::string(v);
 }
 
 Result<void> SetEndpoint(std::string& field, std::string_view v) {
@@ -126,24 +151,15 @@ const std::vector<NodeConfigKey> kKeys = {
     {"bootstrap", "DHT node HOST:PORT to join through (repeatable; none = a network of one)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        // Several may come in one value, separated by commas or newlines.
-       size_t start = 0;
-       while (start <= v.size()) {
-         size_t end = v.find_first_of(",\n", start);
-         if (end == std::string_view::npos) end = v.size();
-         std::string_view one = v.substr(start, end - start);
-         while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-         while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
-         if (!one.empty()) {
-           size_t colon = one.rfind(':');
-           if (colon == std::string_view::npos || colon == 0)
-             return Error::InvalidArgument("'{}' is not HOST:PORT", one);
-           TENZRO_TRY(uint16_t port, ParseUint<uint16_t>(one.substr(colon + 1), 65535));
-           if (port == 0) return Error::InvalidArgument("'{}': port 0 cannot be dialed", one);
-           c.bootstrap.emplace_back(one);
-         }
-         start = end + 1;
-       }
-       return Ok();
+       return ForEachItem(v, [&c](std::string_view one) -> Result<void> {
+         size_t colon = one.rfind(':');
+         if (colon == std::string_view::npos || colon == 0)
+           return Error::InvalidArgument("'{}' is not HOST:PORT", one);
+         TENZRO_TRY(uint16_t port, ParseUint<uint16_t>(one.substr(colon + 1), 65535));
+         if (port == 0) return Error::InvalidArgument("'{}': port 0 cannot be dialed", one);
+         c.bootstrap.emplace_back(one);
+         return Ok();
+       });
      },
      /*repeatable=*/true},
     {"advertise", "Host peers reach this node at (default: the http listener's host)",
@@ -166,6 +182,27 @@ const std::vector<NodeConfigKey> kKeys = {
        c.swarm_ttl_s = s;
        return Ok();
      }},
+    {"trust_manifest",
+     "Serve and use a model only under a trusted manifest: the hash of a manifest blob (tenzro moe publish-manifest) "
+     "(repeatable)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       return ForEachItem(v, [&c](std::string_view one) -> Result<void> {
+         TENZRO_TRY(std::string h, Hex64(one, "manifest hash"));
+         c.trust_manifest.push_back(std::move(h));
+         return Ok();
+       });
+     },
+     /*repeatable=*/true},
+    {"trust_publisher",
+     "Trust every manifest signed by this node id (repeatable); like --trust-manifest, puts the node in manifest mode",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       return ForEachItem(v, [&c](std::string_view one) -> Result<void> {
+         TENZRO_TRY(std::string h, Hex64(one, "node id"));
+         c.trust_publisher.push_back(std::move(h));
+         return Ok();
+       });
+     },
+     /*repeatable=*/true},
     {"peer_rate", "Exec and blob requests per second one peer may make (token bucket; 0 = unlimited); over it: 429",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(c.peer_rate, ParseFraction(v, 1e9));

@@ -35,6 +35,10 @@ struct NodeConfig {
   uint16_t dht_port = 0;                // 0 = pick one (DATA_DIR/node.json names it)
   std::vector<std::string> bootstrap;   // DHT nodes "HOST:PORT"; none = a network of one
   std::string advertise;                // host peers reach this node at; "" = the http listener's host
+  // Model manifests (manifest/manifest_trust.h): anything here puts the node
+  // in manifest mode (models only under a trusted manifest).
+  std::vector<std::string> trust_manifest;   // manifest blob hashes (64 hex)
+  std::vector<std::string> trust_publisher;  // node ids whose manifests are trusted
   uint32_t swarm_refresh_ms = 20000;    // declarations re-published this often
   uint32_t swarm_ttl_s = 60;            // and expire this long after publication
   // Security (docs/security.md).

@@ -164,7 +164,8 @@ Result<Bytes> Base64Decode(std::string_view text) {
 
 Result<std::shared_ptr<holder::ExpertRuntime>> OpenNodeExpertRuntime(
     Node& node, std::shared_ptr<blob::BlobStore> store,
-    decltype(holder::ExpertRuntimeOptions::fetch_blob) fetch_blob, std::function<void()> on_change) {
+    decltype(holder::ExpertRuntimeOptions::fetch_blob) fetch_blob, std::function<void()> on_change,
+    std::shared_ptr<manifest::TrustStore> trust) {
   holder::ExpertRuntimeOptions o;
   o.data_dir = node.data_dir();
   o.memory_budget = node.config().memory_budget;
@@ -172,6 +173,7 @@ Result<std::shared_ptr<holder::ExpertRuntime>> OpenNodeExpertRuntime(
   o.compute_pool = &node.pool();
   o.fetch_blob = std::move(fetch_blob);
   o.on_change = std::move(on_change);
+  o.trust = std::move(trust);
   TENZRO_TRY(auto rt, holder::ExpertRuntime::Open(std::move(o)));
   std::shared_ptr<holder::ExpertRuntime> shared(std::move(rt));
   for (const auto& n : shared->restart_notes()) spdlog::warn("expert runtime: skipped on restart: {}", n);

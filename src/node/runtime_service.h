@@ -33,12 +33,14 @@ namespace tenzro::node {
 class Node;
 
 // The node's ExpertRuntime over `store`, with config().memory_budget and
-// DATA_DIR, computing on the node's worker pool. `fetch_blob` and
-// `on_change` are holder::ExpertRuntimeOptions' (node/compose.cc points
-// them at the transfer module and the swarm). Logs what a restart skipped.
+// DATA_DIR, computing on the node's worker pool. `fetch_blob`, `on_change`
+// and `trust` are holder::ExpertRuntimeOptions' (node/compose.cc points
+// them at the transfer module, the swarm and the node's trusted manifests).
+// Logs what a restart skipped.
 Result<std::shared_ptr<holder::ExpertRuntime>> OpenNodeExpertRuntime(
     Node& node, std::shared_ptr<blob::BlobStore> store,
-    decltype(holder::ExpertRuntimeOptions::fetch_blob) fetch_blob, std::function<void()> on_change);
+    decltype(holder::ExpertRuntimeOptions::fetch_blob) fetch_blob, std::function<void()> on_change,
+    std::shared_ptr<manifest::TrustStore> trust);
 
 Result<void> AddRuntimeService(Node& node, std::shared_ptr<holder::ExpertRuntime> rt);
 

@@ -156,7 +156,8 @@ std::vector<transfer::BlobSource> BlobProviderSources(SwarmState& st, const std:
 }
 
 Result<std::shared_ptr<SwarmState>> StartSwarm(Node& node, std::shared_ptr<holder::ExpertRuntime> rt,
-                                               const std::optional<std::string>& quic_address) {
+                                               const std::optional<std::string>& quic_address,
+                                               std::function<void(swarm::Declaration&)> screen) {
   const NodeConfig& cfg = node.config();
   TENZRO_TRY(identity::Identity id, identity::LoadOrCreateIdentity(cfg.data_dir));
   swarm::DhtOptions dopt;
@@ -170,6 +171,7 @@ Result<std::shared_ptr<SwarmState>> StartSwarm(Node& node, std::shared_ptr<holde
   swarm::AgentOptions aopt;
   aopt.refresh = std::chrono::milliseconds(cfg.swarm_refresh_ms);
   aopt.ttl_s = cfg.swarm_ttl_s;
+  aopt.screen = std::move(screen);
   std::vector<swarm::Endpoint> eps = {{"http", AdvertisedHttp(node)}};
   if (quic_address) eps.push_back({"quic", *quic_address});
   Node* n = &node;

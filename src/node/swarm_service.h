@@ -48,10 +48,13 @@ struct SwarmState {
 };
 
 // Starts the DHT and the agent (not yet publishing: AddSwarmService starts
-// it), advertising this node's HTTP endpoint and `quic_address` when set.
-// kUnavailable when the DHT cannot start; the identity's errors.
+// it), advertising this node's HTTP endpoint and `quic_address` when set;
+// `screen` (may be null) filters every live declaration the agent returns
+// (swarm::AgentOptions::screen). kUnavailable when the DHT cannot start; the
+// identity's errors.
 Result<std::shared_ptr<SwarmState>> StartSwarm(Node& node, std::shared_ptr<holder::ExpertRuntime> runtime,
-                                               const std::optional<std::string>& quic_address);
+                                               const std::optional<std::string>& quic_address,
+                                               std::function<void(swarm::Declaration&)> screen = nullptr);
 
 // The providers of a blob (swarm provider records) as fetch sources, each
 // record's HTTP and QUIC endpoints, ranked by transfer::RankSources: HTTP

@@ -240,7 +240,10 @@ Result<std::vector<Declaration>> SwarmAgent::Live(std::string_view model) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   table_.Expire(now);
-  return table_.Live(m, now);
+  std::vector<Declaration> live = table_.Live(m, now);
+  if (options_.screen)
+    for (Declaration& d : live) options_.screen(d);
+  return live;
 }
 
 std::vector<std::string> SwarmAgent::KnownModels() {

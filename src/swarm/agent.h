@@ -49,6 +49,11 @@ struct AgentOptions {
   uint32_t ttl_s = 60;                       // declarations expire after this
   std::chrono::milliseconds lookup_cache{500};  // Live() reuses a transport read this long
   double tps_halflife_s = 30;                   // served tokens/s EMA half-life
+  // Applied to every declaration Live() returns (this node's own included):
+  // may drop experts, gates and offers the node does not accept (the node
+  // drops blobs its trusted model manifests do not list). Null: none.
+  // Called under the agent's lock: must be fast and must not call the agent.
+  std::function<void(Declaration&)> screen;
 };
 
 // The clock (unix milliseconds); injectable for tests.
