@@ -114,11 +114,10 @@ std::string ManifestBody(const Manifest& m) {
   json body = {{"v", kManifestVersion},
                {"node_id", m.publisher},
                {"model", m.model},
-               {"created_ms", m.created_ms},
                {"experts", json::array()},
                {"gates", json::array()},
                {"spines", json::array()}};
-  if (m.shape) body["shape"] = catalog::ShapeToJson(*m.shape);
+  if (m.shape) body.at("shape") = catalog::ShapeToJson(*m.shape);
   for (const auto& e : m.experts) body["experts"].push_back(json::array({e.layer, e.expert, e.formats, e.blob, e.bytes}));
   for (const auto& g : m.gates) body["gates"].push_back(json::array({g.layer, g.blob, g.bytes}));
   for (const auto& s : m.spines) body["spines"].push_back(json::array({s.blob, s.bytes, s.quant}));
@@ -133,17 +132,23 @@ std::string SealManifest(Manifest m, const identity::Identity& id) {
 
 Result<Manifest> OpenManifest(std::string_view bytes) {
   TENZRO_TRY(json body, identity::OpenEnvelope(kManifestDomain, bytes, kMaxManifestBytes, "manifest"));
+  return ManifestFromBody(body);
+}
+
+Result<Manifest> ManifestFromBody(const json& body) {
+  if (!body.is_object()) return Error::Corruption("manifest: the body is not a JSON object");
+  auto nid = body.find("node_id");
+  if (nid == body.end() || !nid->is_string() || !identity::IsValidNodeId(nid->get_ref<const std::string&>()))
+    return Error::Corruption("manifest: 'node_id' is missing or not 64 lower-case hex digits");
   auto v = body.find("v");
   if (v == body.end() || !v->is_number_integer()) return Error::Corruption("manifest: 'v' is missing or not an integer");
   if (*v != kManifestVersion) return Error::Unsupported("manifest: version {} (this build reads 1)", v->dump());
   Manifest m;
-  m.publisher = body["node_id"].get<std::string>();  // checked by OpenEnvelope
+  m.publisher = nid->get<std::string>();
   if (!body.contains("model")) return Error::Corruption("manifest: 'model' is missing");
-  TENZRO_TRY(m.model, ShortString(body["model"], "'model'", false));
-  if (!body.contains("created_ms")) return Error::Corruption("manifest: 'created_ms' is missing");
-  TENZRO_TRY(m.created_ms, Int(body["created_ms"], "'created_ms'", 0, kMaxBytes * 1024));
-  if (body.contains("shape") && !body["shape"].is_null()) {
-    TENZRO_TRY(catalog::ModelShape s, catalog::ShapeFromJson(body["shape"], "manifest shape"));
+  TENZRO_TRY(m.model, ShortString(body.at("model"), "'model'", false));
+  if (body.contains("shape") && !body.at("shape").is_null()) {
+    TENZRO_TRY(catalog::ModelShape s, catalog::ShapeFromJson(body.at("shape"), "manifest shape"));
     if (s.id != m.model)
       return Error::Corruption("manifest: the shape is of model '{}', the manifest of '{}'", s.id, m.model);
     m.shape = std::move(s);

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "catalog/model_shape.h"
 #include "core/result.h"
 #include "identity/identity.h"
@@ -62,7 +64,6 @@ struct SpineBlob {
 struct Manifest {
   std::string model;      // normalised model id
   std::string publisher;  // node id of the signer (set by Seal, checked by Open)
-  int64_t created_ms = 0;
   std::optional<catalog::ModelShape> shape;
   std::vector<ExpertBlob> experts;
   std::vector<GateBlob> gates;
@@ -90,5 +91,9 @@ std::string SealManifest(Manifest m, const identity::Identity& id);
 // present and every entry within it). kCorruption (malformed, over a limit),
 // kUnsupported (unknown version), kPermissionDenied (signature).
 Result<Manifest> OpenManifest(std::string_view bytes);
+
+// The body's fields alone, unsigned (OpenManifest after the signature; the
+// fuzz target). Same errors as OpenManifest but kPermissionDenied.
+Result<Manifest> ManifestFromBody(const nlohmann::json& body);
 
 }  // namespace tenzro::manifest

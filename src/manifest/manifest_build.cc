@@ -28,10 +28,9 @@ Result<int> Index(const json& j, const char* key, std::string_view what) {
 }  // namespace
 
 Result<Manifest> ManifestFromPrepareResults(const std::string& model, std::span<const json> results,
-                                            std::optional<catalog::ModelShape> shape, int64_t created_ms) {
+                                            std::optional<catalog::ModelShape> shape) {
   Manifest m;
   m.model = model;
-  m.created_ms = created_ms;
   m.shape = std::move(shape);
   for (const json& r : results) {
     if (!r.is_object() || r.value("model_id", "") != model) continue;

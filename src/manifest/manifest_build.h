@@ -5,8 +5,8 @@
 // and `prepare-dense` jobs (the spine's hash, bytes and quant) of one model
 // become one Manifest: every expert in every format it was prepared in, every
 // gate, every spine. Results of other models are skipped; a malformed result
-// is kCorruption naming the field. Pure: no I/O, no clock (created_ms is the
-// caller's).
+// is kCorruption naming the field. Pure: no I/O, no clock — the same
+// prepared blobs give the same manifest, so re-publishing changes nothing.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,6 @@
 namespace tenzro::manifest {
 
 Result<Manifest> ManifestFromPrepareResults(const std::string& model, std::span<const nlohmann::json> results,
-                                            std::optional<catalog::ModelShape> shape, int64_t created_ms);
+                                            std::optional<catalog::ModelShape> shape);
 
 }  // namespace tenzro::manifest

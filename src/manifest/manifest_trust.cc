@@ -149,7 +149,6 @@ json TrustStore::Status() const {
       out["manifests"].push_back({{"hash", h},
                                   {"model", model},
                                   {"publisher", m->publisher},
-                                  {"created_ms", m->created_ms},
                                   {"experts", m->experts.size()},
                                   {"gates", m->gates.size()},
                                   {"spines", m->spines.size()},

@@ -71,10 +71,7 @@ Result<json> PublishManifest(Node& node, blob::BlobStore& store, swarm::SwarmAge
   if (extra) results.push_back(*extra);
   std::optional<catalog::ModelShape> shape;
   if (auto rs = catalog::ResolveShape(id, std::nullopt, node.data_dir()); rs) shape = rs->shape;
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  TENZRO_TRY(manifest::Manifest m, manifest::ManifestFromPrepareResults(id, results, std::move(shape), now_ms));
+  TENZRO_TRY(manifest::Manifest m, manifest::ManifestFromPrepareResults(id, results, std::move(shape)));
   if (m.experts.empty() && m.gates.empty() && m.spines.empty())
     return Error::NotFound(
         "this node has prepared nothing of model '{}' (tenzro moe prepare-experts / prepare-dense first)", id);

@@ -1,8 +1,9 @@
-// Writes the binary seed inputs of expert_loader_fuzz, bao_fuzz and
-// iroh_request_fuzz into <dir>/<target>/ (the committed corpora under
+// Writes the binary seed inputs of expert_loader_fuzz, bao_fuzz,
+// iroh_request_fuzz and manifest_fuzz into <dir>/<target>/ (the committed corpora under
 // tests/fuzz/corpus were made with `fuzz_seeds tests/fuzz/corpus`). Small,
 // valid inputs built with the project's own encoders, so the fuzzers start
 // from the accepted paths. JSON seeds are written by hand.
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include "format/expert_gguf.h"
 #include "quant/types.h"
 #include "blob/iroh_request.h"
+#include "identity/identity.h"
+#include "manifest/manifest.h"
 #include "quic/iroh_blobs.h"
 #include "bao_fuzz.h"
 
@@ -132,6 +135,23 @@ void IrohSeeds() {
 
 }  // namespace
 
+// A manifest signed by a fixed key (seed 7,7,...), and its body alone.
+void ManifestSeeds() {
+  std::array<uint8_t, identity::kSeedBytes> seed;
+  seed.fill(7);
+  identity::Identity id = identity::Identity::FromSeed(seed);
+  manifest::Manifest m;
+  m.model = "tiny-qwen35moe";
+  m.experts = {{0, 1, "q4_K/q4_K/q6_K", std::string(64, 'a'), 221792}, {1, 7, "q8_0/q8_0/q8_0", std::string(64, 'b'), 9}};
+  m.gates = {{0, std::string(64, 'c'), 231168}};
+  m.spines = {{std::string(64, 'd'), 1 << 20, "none"}};
+  std::string sealed = manifest::SealManifest(m, id);
+  Write("manifest_fuzz", "manifest.json", ByteSpan(reinterpret_cast<const uint8_t*>(sealed.data()), sealed.size()));
+  m.publisher = id.node_id();
+  std::string body = manifest::ManifestBody(m);
+  Write("manifest_fuzz", "body.json", ByteSpan(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: fuzz_seeds <corpus dir>\n");
@@ -141,5 +161,6 @@ int main(int argc, char** argv) {
   ExpertSeeds();
   BaoSeeds();
   IrohSeeds();
+  ManifestSeeds();
   return 0;
 }

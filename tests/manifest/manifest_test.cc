@@ -27,7 +27,6 @@ std::string H(char c) { return std::string(64, c); }
 Manifest Sample() {
   Manifest m;
   m.model = "tiny";
-  m.created_ms = 1234;
   m.experts = {{1, 3, "q4_K/q4_K/q6_K", H('b'), 100}, {0, 2, "q8_0/q8_0/q8_0", H('a'), 50},
                {1, 3, "q8_0/q8_0/q8_0", H('c'), 200}, {0, 2, "q8_0/q8_0/q8_0", H('a'), 50}};
   m.gates = {{1, H('d'), 10}, {0, H('e'), 11}};
@@ -44,7 +43,6 @@ TEST(ManifestTest, SealOpenRoundTripSortedAndDeduplicated) {
   ASSERT_TRUE(m) << m.error().ToString();
   EXPECT_EQ(m->publisher, id.node_id());
   EXPECT_EQ(m->model, "tiny");
-  EXPECT_EQ(m->created_ms, 1234);
   ASSERT_EQ(m->experts.size(), 3u);  // the duplicate is gone
   EXPECT_EQ(m->experts[0].layer, 0);
   EXPECT_TRUE(m->ListsExpert(1, 3, H('b')));
@@ -152,7 +150,7 @@ TEST(ManifestBuildTest, FromRealPrepareResults) {
     results.push_back(*r);
   }
   results.push_back(json{{"model_id", "other-model"}, {"hash", H('a')}, {"bytes", 1}});  // skipped
-  auto m = ManifestFromPrepareResults("tiny-qwen35moe", results, std::nullopt, 5);
+  auto m = ManifestFromPrepareResults("tiny-qwen35moe", results, std::nullopt);
   ASSERT_TRUE(m) << m.error().ToString();
   EXPECT_EQ(m->experts.size(), 16u);  // 8 experts x 2 formats
   EXPECT_EQ(m->gates.size(), 2u);     // the gate requantized two ways
@@ -174,7 +172,7 @@ TEST(ManifestBuildTest, FromRealPrepareResults) {
   EXPECT_EQ(opened->gates, m->gates);
   // A malformed result is an error naming the field.
   std::vector<json> bad = {json{{"model_id", "tiny-qwen35moe"}, {"layer", 0}, {"experts", json::array({json{{"expert", 1}}})}}};
-  auto e = ManifestFromPrepareResults("tiny-qwen35moe", bad, std::nullopt, 0);
+  auto e = ManifestFromPrepareResults("tiny-qwen35moe", bad, std::nullopt);
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message().find("hash"), std::string::npos);
 }
