@@ -389,6 +389,15 @@ Result<void> AddSwarmService(Node& node, std::shared_ptr<SwarmState> st) {
         "# HELP tenzro_blobs_provided Blobs this node announces as provider.\n"
         "# TYPE tenzro_blobs_provided gauge\ntenzro_blobs_provided {}\n",
         s.value("published", uint64_t{0}), s.value("publish_errors", uint64_t{0}), s.value("providing", uint64_t{0}));
+    const json& reads = s["declaration_reads"];
+    out += fmt::format(
+        "# HELP tenzro_declaration_reads_total DHT reads of a model's declarations, by reader: request (admin "
+        "routes, the dispatcher) or snapshot (the agent's refresh of the models it watches).\n"
+        "# TYPE tenzro_declaration_reads_total counter\n"
+        "tenzro_declaration_reads_total{{by=\"request\"}} {}\ntenzro_declaration_reads_total{{by=\"snapshot\"}} {}\n"
+        "# HELP tenzro_swarm_watched_models Models whose live declarations the agent keeps a snapshot of.\n"
+        "# TYPE tenzro_swarm_watched_models gauge\ntenzro_swarm_watched_models {}\n",
+        reads.value("request", uint64_t{0}), reads.value("snapshot", uint64_t{0}), s.value("watched", uint64_t{0}));
   });
   ThreadPool* pool = &node.pool();
   net::Router& r = node.admin_router();
