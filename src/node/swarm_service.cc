@@ -150,7 +150,9 @@ Result<catalog::ResolvedShape> ShapeFor(Node& node, const std::string& model) {
 
 Result<std::shared_ptr<const std::string>> SnapshotShardMapJson(Node& node, SwarmState& st, const std::string& model) {
   std::shared_ptr<const swarm::LiveSnapshot> snap = st.agent->Snapshot(model);
-  if (!snap) return Error::NotFound("unknown model '{}'", model.substr(0, 200));
+  if (!snap)
+    return Error::NotFound("unknown model '{}': not one this node holds, declares or was asked for by its operator",
+                           model.substr(0, 200));
   {
     std::lock_guard<std::mutex> lock(st.map_mu);
     auto it = st.maps.find(model);
