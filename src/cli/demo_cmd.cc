@@ -131,8 +131,9 @@ class Demo {
 
   Result<void> Setup();
   std::string ChatModelPath() const { return fs::absolute(fs::path(a_.data) / "../model/tiny-qwen35moe-tok-BF16.gguf").lexically_normal().string(); }
-  // Records the chat model in node 0's catalog before node 0 starts.
-  Result<void> CatalogChatModel();
+  // Records a model in node 0's catalog before node 0 starts (the shard map
+  // takes its shape from there, never from the declarations).
+  Result<void> CatalogModel(const std::string& id, const std::string& checkpoint);
 
   DemoArgs a_;
   std::string model_ = kModel;  // model id the swarm serves
@@ -280,12 +281,12 @@ void PrintHolders(const json& fw) {
   }
 }
 
-Result<void> Demo::CatalogChatModel() {
+Result<void> Demo::CatalogModel(const std::string& id, const std::string& checkpoint) {
   const std::string dir = work_ + "/node0";
   std::error_code ec;
   fs::create_directories(dir, ec);
   TENZRO_TRY(catalog::Catalog cat, catalog::Catalog::Load(dir));
-  TENZRO_TRY(catalog::CatalogEntry e, cat.AddCheckpoint(kChatModel, ChatModelPath()));
+  TENZRO_TRY(catalog::CatalogEntry e, cat.AddCheckpoint(id, checkpoint));
   return Ok();
 }
 
@@ -346,8 +347,10 @@ Result<void> Demo::Run() {
   Step(fmt::format("start {} nodes on loopback; node 0 is the DHT bootstrap, the preparer and the gate", a_.nodes));
   std::vector<std::string> node0_args;
   if (tiny) {  // node 0 also serves the chat model, its experts on the swarm
-    TENZRO_CHECK_OK(CatalogChatModel());
+    TENZRO_CHECK_OK(CatalogModel(kChatModel, ChatModelPath()));
     node0_args = {"--serve", kChatModel, "--serve-threads", "2"};
+  } else {  // the random model's shape (its layers and experts, not the built-in one's)
+    TENZRO_CHECK_OK(CatalogModel(model_, fs::absolute(ckpt_).string()));
   }
   TENZRO_CHECK_OK(StartNode(0, node0_args));
   const std::string boot = fmt::format("127.0.0.1:{}", nodes_[0].info.value("dht_port", 0));

@@ -126,7 +126,7 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
   TENZRO_CHECK_OK(Named("generate service", AddGenerateService(node, p.store, p.dispatcher, p.trust)));
   AddNodeMetrics(node);
   TENZRO_CHECK_OK(Named("serve service", AddServe(node, p)));
-  TENZRO_CHECK_OK(Named("dashboard", AddDashboardService(node, DashboardParts{p.runtime, p.swarm->agent, quic_address})));
+  TENZRO_CHECK_OK(Named("dashboard", AddDashboardService(node, DashboardParts{p.runtime, p.swarm, quic_address})));
   if (out) *out = std::move(p);
   return Ok();
 }

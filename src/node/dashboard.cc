@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "catalog/catalog.h"
 #include "net/json_http.h"
 #include "node/node.h"
 #include "node/node_metrics.h"
@@ -16,21 +17,6 @@ namespace tenzro::node {
 namespace {
 
 using nlohmann::json;
-
-std::string PercentEncode(std::string_view s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // The runtime's status without file paths (the page is public).
 json RuntimeJson(const json& status) {
@@ -51,7 +37,7 @@ json RuntimeJson(const json& status) {
 // Loop thread: everything but the shard map, which the caller adds.
 json BaseState(Node& node, const DashboardParts& parts, const std::optional<std::string>& wanted) {
   holder::ExpertRuntime* rt = parts.runtime.get();
-  swarm::SwarmAgent* agent = parts.agent.get();
+  swarm::SwarmAgent* agent = parts.swarm ? parts.swarm->agent.get() : nullptr;
   json nodej = {{"version", std::string(NodeVersion())}, {"http", node.http_endpoint().Url()}};
   if (agent) nodej["node_id"] = agent->node_id();
   if (parts.quic_address) nodej["quic"] = *parts.quic_address;
@@ -85,49 +71,59 @@ net::Response HtmlResponse() {
   return r;
 }
 
+// The state for `wanted` (or the default model): memory only, no I/O.
+net::Response State(Node& node, const DashboardParts& parts, const std::optional<std::string>& wanted) {
+  json state = BaseState(node, parts, wanted);
+  if (!parts.swarm) {
+    state["shard_map_error"] = "the swarm service is not running";
+    return net::JsonResponse(state);
+  }
+  if (!state["model"].is_string()) {
+    state["shard_map_error"] = "no model known yet";
+    return net::JsonResponse(state);
+  }
+  auto id = catalog::NormalizeModelId(state["model"].get<std::string>());
+  if (!id) {
+    state["shard_map_error"] = id.error().message();
+    return net::JsonResponse(state);
+  }
+  auto map = SnapshotShardMapJson(node, *parts.swarm, *id);
+  if (!map) {
+    state["shard_map_error"] = map.error().message();
+    return net::JsonResponse(state);
+  }
+  // The cached map text goes in as it is (not parsed and dumped again):
+  // the state's object is reopened before its closing brace.
+  state.erase("shard_map");
+  net::Response r = net::JsonResponse(state);
+  const size_t close = r.body.rfind('}');
+  if (close == std::string::npos) return r;
+  r.body.resize(close);
+  r.body += ",\"shard_map\":";
+  r.body += **map;
+  r.body += "}\n";
+  return r;
+}
+
 }  // namespace
 
 Result<void> AddDashboardService(Node& node, DashboardParts parts) {
+  const std::string& where = node.config().dashboard;
+  if (where == "off") return Ok();
+  net::Router& router = where == "admin" ? node.admin_router() : node.public_router();
   Node* n = &node;
   // "/" is a prefix pattern (net/router.h): only the root itself is the page.
-  node.public_router().Add("GET", "/", [](const net::Request& req) {
+  router.Add("GET", "/", [](const net::Request& req) {
     if (!req.route_suffix.empty())
       return net::ErrorResponse(Error::NotFound("no route for GET {}", req.path.substr(0, 200)), 404);
     return HtmlResponse();
   });
-  node.public_router().Add("GET", "/index.html", [](const net::Request&) { return HtmlResponse(); });
-  node.public_router().AddAsync("GET", "/v1/dashboard/state", [n, parts](std::shared_ptr<const net::Request> req,
-                                                                        net::Responder responder) {
-    swarm::SwarmAgent* agent = parts.agent.get();
-    auto model = req->QueryParam("model");
-    if (model && model->size() > 200) {
-      responder.Send(net::ErrorResponse(Error::InvalidArgument("query parameter 'model' is over 200 bytes")));
-      return;
-    }
-    auto state = std::make_shared<json>(BaseState(*n, parts, model));
-    if (!agent || !(*state)["model"].is_string()) {
-      (*state)["shard_map_error"] = agent ? "no model known yet" : "the swarm service is not running";
-      responder.Send(net::JsonResponse(*state));
-      return;
-    }
-    // The swarm service's own route computes the map (on the worker pool).
-    auto sub = std::make_shared<net::Request>();
-    sub->method = "GET";
-    sub->path = "/v1/swarm/shard-map";
-    sub->query = "model=" + PercentEncode((*state)["model"].get<std::string>()) + "&min_providers=2";
-    sub->target = sub->path + "?" + sub->query;
-    sub->remote = "dashboard";
-    net::Responder inner([state, responder](net::Response r) {
-      json map = json::parse(r.body, nullptr, false);
-      if (r.status == 200 && map.is_object()) {
-        (*state)["shard_map"] = std::move(map);
-      } else {
-        std::string why = map.is_object() && map.contains("error") ? map["error"].dump() : r.body.substr(0, 300);
-        (*state)["shard_map_error"] = "shard map: HTTP " + std::to_string(r.status) + ": " + why;
-      }
-      responder.Send(net::JsonResponse(*state));
-    });
-    n->admin_router().Dispatch(std::move(sub), std::move(inner));
+  router.Add("GET", "/index.html", [](const net::Request&) { return HtmlResponse(); });
+  router.Add("GET", "/v1/dashboard/state", [n, parts](const net::Request& req) {
+    auto model = req.QueryParam("model");
+    if (model && model->size() > 200)
+      return net::ErrorResponse(Error::InvalidArgument("query parameter 'model' is over 200 bytes"));
+    return State(*n, parts, model);
   });
   return Ok();
 }

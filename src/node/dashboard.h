@@ -1,5 +1,5 @@
-// tenzro node: the live dashboard on the public listener
-// (docs/operations.md, "Dashboard").
+// tenzro node: the live dashboard, on the public listener by default
+// (docs/operations.md, "Dashboard"; `--dashboard public|admin|off`).
 //
 //   GET /                     the page: plain HTML + JS + SVG from the binary
 //                             (no external fetches); it polls the state below
@@ -9,17 +9,26 @@
 //         "models": [...], "model": M or null,
 //         "runtime": {"memory", "counters", "experts", "gates"}  (this node;
 //             file paths removed),
-//         "shard_map": GET /v1/swarm/shard-map?model=M&min_providers=2's JSON
-//             (layers x experts, replicas, hot, under_replicated, holders with
-//             node ids and endpoints) or null (no model / no swarm),
-//         "shard_map_error"?: why it is null,
+//         "shard_map": the shard map of M as GET /v1/swarm/shard-map?model=M
+//             &min_providers=2 shows it (layers x experts, replicas, hot,
+//             under_replicated, holders with node ids and endpoints, plus
+//             "read_ms"), or null (no model / unknown model / no swarm),
+//         "shard_map_error"?: why it is null ("unknown model 'M'" when the
+//             node does not know M),
 //         "recent_forwards": NodeMetrics::RecentForwards() (newest first),
 //         ...sections other services add (Node::AddDashboardSection), e.g.
 //         "serving" with --serve (node/serve_service.h)}
 // M defaults to the first model this node holds, else the first the swarm
 // knows. The state reuses the runtime's status and the swarm service's
-// shard-map route (dispatched in-process on the admin router), so it shows
-// exactly what the admin API shows, minus file paths and tokens.
+// snapshot shard map (node/swarm_service.h SnapshotShardMapJson), so it
+// shows what the admin API shows, minus file paths and tokens.
+//
+// Work bounded by the node, never by the request: the state is built on
+// the loop thread from memory (no DHT read, no worker-pool task). The shard
+// map comes only from the agent's snapshot of a model the node watches (it
+// holds or declares it, or its operator asked for it on the admin API) and
+// whose shape the catalog knows; any other model id gets the base state with
+// "unknown model" and leaves nothing behind.
 #pragma once
 
 #include <memory>
@@ -29,7 +38,7 @@
 
 #include "core/result.h"
 #include "holder/expert_runtime.h"
-#include "swarm/agent.h"
+#include "node/swarm_service.h"
 
 namespace tenzro::node {
 
@@ -38,13 +47,14 @@ class Node;
 // The page served at GET / (a constant, self-contained HTML document).
 std::string_view DashboardHtml();
 
-// Registers GET / and GET /v1/dashboard/state on the node's public router.
-// What the state shows: the runtime's experts and memory, the agent's node
-// id and models (and, through the admin route, its shard map), the QUIC
-// address. Any may be null / unset.
+// Registers GET / and GET /v1/dashboard/state on the router that the node's
+// config names (dashboard = "public": the public listener, "admin": the
+// admin listener, behind its token, "off": none). What the state shows: the
+// runtime's experts and memory, the agent's node id, models and snapshot
+// shard maps, the QUIC address. Any may be null / unset.
 struct DashboardParts {
   std::shared_ptr<holder::ExpertRuntime> runtime;
-  std::shared_ptr<swarm::SwarmAgent> agent;
+  std::shared_ptr<SwarmState> swarm;
   std::optional<std::string> quic_address;
 };
 

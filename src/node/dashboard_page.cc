@@ -266,11 +266,17 @@ function render(st) {
   }
 }
 
+// Served on the admin listener (--dashboard admin), the page is opened as
+// http://ADMIN/#token=<admin.token>: the token stays in the fragment (never
+// sent in a URL) and goes out as a Bearer header.
+const tokenMatch = /(?:^#|&)token=([0-9a-fA-F]+)/.exec(location.hash);
+const authHeaders = tokenMatch ? {"Authorization": "Bearer " + tokenMatch[1]} : {};
+
 async function poll() {
   const status = document.getElementById("status");
   try {
     const q = chosenModel ? "?model=" + encodeURIComponent(chosenModel) : "";
-    const r = await fetch("/v1/dashboard/state" + q, {cache: "no-store"});
+    const r = await fetch("/v1/dashboard/state" + q, {cache: "no-store", headers: authHeaders});
     if (!r.ok) throw new Error("HTTP " + r.status);
     render(await r.json());
     status.textContent = "updated " + new Date().toLocaleTimeString();

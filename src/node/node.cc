@@ -142,6 +142,10 @@ Result<void> Node::Init(const std::function<Result<void>(Node&)>& compose) {
   adm.name = "admin";
   adm.filter = [this](const net::Request& req) -> std::optional<net::Response> {
     if (net::BearerMatches(req, token_)) return std::nullopt;
+    // --dashboard admin: the static page loads without the token (it holds
+    // no data); its state requests carry it (node/dashboard.h).
+    if (config_.dashboard == "admin" && req.method == "GET" && (req.path == "/" || req.path == "/index.html"))
+      return std::nullopt;
     net::Response r = net::ErrorResponse(
         Error::PermissionDenied("missing or wrong admin token: send 'Authorization: Bearer <token>' "
                                 "with the token from {}/admin.token",

@@ -137,6 +137,14 @@ const std::vector<NodeConfigKey> kKeys = {
        }
        return SetEndpoint(c.quic, v);
      }},
+    {"dashboard", "Where the dashboard (GET /, /v1/dashboard/state) is served: public (the public listener), "
+                  "admin (the admin listener, behind its token: open http://ADMIN/#token=TOKEN) or off",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       if (v != "public" && v != "admin" && v != "off")
+         return Error::InvalidArgument("'{}' is not one of public|admin|off", v);
+       c.dashboard = std::string(v);
+       return Ok();
+     }},
     {"dht.host", "UDP address the swarm DHT binds (0.0.0.0 for a public holder)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        if (v.empty() || v.size() > 253) return Error::InvalidArgument("'{}' is not a host", v);

@@ -30,6 +30,7 @@ struct NodeConfig {
   bool debug_routes = false;            // POST /v1/debug/jobs (tests only)
   uint64_t memory_budget = 0;           // warm expert bytes (runtime/expert_cache.h); 0 = unlimited
   std::string quic = "127.0.0.1:0";     // QUIC endpoint (node/quic_service.h); "" = off
+  std::string dashboard = "public";     // where the dashboard is served: public | admin | off
   // Swarm (node/swarm_service.h).
   std::string dht_host = "127.0.0.1";   // UDP address the DHT binds
   uint16_t dht_port = 0;                // 0 = pick one (DATA_DIR/node.json names it)

@@ -129,11 +129,65 @@ double PeerRttMs(SwarmState& st, const std::string& url, std::chrono::millisecon
     if (r && r->ok()) ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::lock_guard<std::mutex> lock(st.rtt_mu);
+  if (st.rtt.size() >= SwarmState::kMaxRtt && !st.rtt.count(url)) {
+    for (auto it = st.rtt.begin(); it != st.rtt.end();)
+      it = now - it->second.second >= 30000 ? st.rtt.erase(it) : std::next(it);
+    if (st.rtt.size() >= SwarmState::kMaxRtt) st.rtt.erase(st.rtt.begin());
+  }
   st.rtt[url] = {ms, now};
   return ms;
 }
 
 }  // namespace
+
+Result<catalog::ResolvedShape> ShapeFor(Node& node, const std::string& model) {
+  auto rs = catalog::ResolveShape(model, std::nullopt, node.data_dir());
+  if (!rs && rs.error().code() == ErrorCode::kNotFound)
+    return Error::NotFound("unknown model '{}': its shape is in neither the catalog nor the built-in table",
+                           model.substr(0, 200));
+  return rs;
+}
+
+Result<std::shared_ptr<const std::string>> SnapshotShardMapJson(Node& node, SwarmState& st, const std::string& model) {
+  std::shared_ptr<const swarm::LiveSnapshot> snap = st.agent->Snapshot(model);
+  if (!snap)
+    return Error::NotFound("unknown model '{}': not one this node holds, declares or was asked for by its operator",
+                           model.substr(0, 200));
+  {
+    std::lock_guard<std::mutex> lock(st.map_mu);
+    auto it = st.maps.find(model);
+    if (it != st.maps.end() && it->second.generation == snap->generation) {
+      if (it->second.error) return *it->second.error;
+      return it->second.json;
+    }
+  }
+  auto cache = [&](std::shared_ptr<const std::string> text, std::optional<Error> error) {
+    std::lock_guard<std::mutex> lock(st.map_mu);
+    // Bounded by the agent's watched models: entries of models it dropped go.
+    if (st.maps.size() >= 2 * st.agent->WatchedModels().size() + 1) {
+      const std::vector<std::string> watched = st.agent->WatchedModels();
+      for (auto it = st.maps.begin(); it != st.maps.end();)
+        it = std::binary_search(watched.begin(), watched.end(), it->first) ? std::next(it) : st.maps.erase(it);
+    }
+    st.maps[model] = SwarmState::CachedMap{snap->generation, std::move(text), std::move(error)};
+  };
+  auto rs = ShapeFor(node, model);
+  if (!rs) {
+    cache(nullptr, rs.error());
+    return rs.error();
+  }
+  if (snap->read_ms == 0)
+    return Error::Unavailable("the swarm has not been read for '{}' yet{}{}", model, snap->error.empty() ? "" : ": ",
+                              snap->error);
+  TENZRO_TRY(swarm::ShardMap map, swarm::BuildShardMap(rs->shape, snap->live, swarm::ShardMapOptions{}));
+  json j = swarm::ShardMapToJson(map);
+  j["shape_source"] = std::string(catalog::ShapeSourceName(rs->source));
+  j["read_ms"] = snap->read_ms;
+  if (!snap->error.empty()) j["read_error"] = snap->error;
+  auto text = std::make_shared<const std::string>(j.dump());
+  cache(text, std::nullopt);
+  return std::shared_ptr<const std::string>(text);
+}
 
 std::vector<transfer::BlobSource> BlobProviderSources(SwarmState& st, const std::string& hash) {
   auto recs = st.agent->FindProviders(hash);
@@ -202,51 +256,21 @@ Result<std::string> QueryModel(const net::Request& r) {
   return catalog::NormalizeModelId(*m);
 }
 
-// The model's shape: catalog / built-in table, else what the declarations
-// show (layers and experts up to the largest index seen).
-catalog::ModelShape ShapeFor(Node& node, const std::string& model, std::span<const swarm::Declaration> live,
-                             std::string* source) {
-  if (auto rs = catalog::ResolveShape(model, std::nullopt, node.data_dir()); rs) {
-    *source = std::string(catalog::ShapeSourceName(rs->source));
-    return rs->shape;
-  }
-  catalog::ModelShape s;
-  s.id = model;
-  int n_layer = 0;
-  std::map<int, int> n_expert;
-  for (const auto& d : live) {
-    for (const auto& e : d.experts) {
-      n_layer = std::max(n_layer, e.layer + 1);
-      n_expert[e.layer] = std::max(n_expert[e.layer], e.expert + 1);
-    }
-    for (const auto& o : d.offers) {
-      n_layer = std::max(n_layer, o.layer + 1);
-      if (o.expert >= 0) n_expert[o.layer] = std::max(n_expert[o.layer], o.expert + 1);
-    }
-  }
-  int widest = 0;
-  for (auto& [l, n] : n_expert) widest = std::max(widest, n);
-  s.n_layer = n_layer;
-  s.layers.resize(n_layer);
-  for (auto& [l, n] : n_expert) {
-    s.layers[l].moe = true;
-    s.layers[l].n_expert = widest;  // experts of a layer are numbered 0..n-1 alike
-  }
-  *source = "declarations";
-  return s;
-}
-
 struct ShardMapQuery {
   swarm::ShardMap map;
   std::vector<swarm::Declaration> live;
   std::string shape_source;
 };
 
+// Admin: the operator asked for `model`, so the agent watches it from now on.
 Result<ShardMapQuery> QueryShardMap(Node& node, SwarmState& st, const std::string& model, int min_providers,
                                     double hot_tps) {
   ShardMapQuery q;
+  TENZRO_TRY(catalog::ResolvedShape rs, ShapeFor(node, model));  // before any DHT read
+  const catalog::ModelShape& shape = rs.shape;
+  q.shape_source = std::string(catalog::ShapeSourceName(rs.source));
+  st.agent->Watch(model);
   TENZRO_TRY(q.live, st.agent->Live(model));
-  catalog::ModelShape shape = ShapeFor(node, model, q.live, &q.shape_source);
   swarm::ShardMapOptions o;
   o.min_providers = min_providers;
   o.hot_tps = hot_tps;
@@ -369,6 +393,15 @@ Result<void> AddSwarmService(Node& node, std::shared_ptr<SwarmState> st) {
         "# HELP tenzro_blobs_provided Blobs this node announces as provider.\n"
         "# TYPE tenzro_blobs_provided gauge\ntenzro_blobs_provided {}\n",
         s.value("published", uint64_t{0}), s.value("publish_errors", uint64_t{0}), s.value("providing", uint64_t{0}));
+    const json& reads = s["declaration_reads"];
+    out += fmt::format(
+        "# HELP tenzro_declaration_reads_total DHT reads of a model's declarations, by reader: request (admin "
+        "routes, the dispatcher) or snapshot (the agent's refresh of the models it watches).\n"
+        "# TYPE tenzro_declaration_reads_total counter\n"
+        "tenzro_declaration_reads_total{{by=\"request\"}} {}\ntenzro_declaration_reads_total{{by=\"snapshot\"}} {}\n"
+        "# HELP tenzro_swarm_watched_models Models whose live declarations the agent keeps a snapshot of.\n"
+        "# TYPE tenzro_swarm_watched_models gauge\ntenzro_swarm_watched_models {}\n",
+        reads.value("request", uint64_t{0}), reads.value("snapshot", uint64_t{0}), s.value("watched", uint64_t{0}));
   });
   ThreadPool* pool = &node.pool();
   net::Router& r = node.admin_router();
@@ -386,6 +419,7 @@ Result<void> AddSwarmService(Node& node, std::shared_ptr<SwarmState> st) {
   r.AddOnPool("GET", "/v1/swarm/declarations", pool, [st](const net::Request& http) {
     return Answer([&]() -> Result<json> {
       TENZRO_TRY(std::string model, QueryModel(http));
+      st->agent->Watch(model);  // the operator asked: watched (bounded, LRU)
       TENZRO_TRY(auto live, st->agent->Live(model));
       json arr = json::array();
       for (const auto& d : live) arr.push_back(swarm::DeclarationToJson(d));

@@ -8,9 +8,16 @@
 // `swarm_ttl_s`, and announces "leaving" when the node stops cleanly. Blobs
 // in the node's store are announced as provided.
 //
+// A model's shape (layers x experts) comes from ShapeFor only: the catalog,
+// the built-in table or the node's data dir — never from declarations, so a
+// stranger's declaration cannot size the map. A model without a known shape
+// has no shard map (404 naming the model), and no DHT read is made for it.
+//
 // Admin routes:
 //   GET  /v1/swarm/info                          node id, endpoints, DHT peers, stats
 //   GET  /v1/swarm/declarations?model=M          live verified declaration parts
+//   (these two and rebalance add M to the agent's watched models: the
+//   dashboard then shows its map from the agent's snapshot)
 //   GET  /v1/swarm/shard-map?model=M[&min_providers=N][&hot_tps=X][&format=svg]
 //   GET  /v1/swarm/providers?hash=H              provider records of a blob
 //   POST /v1/swarm/publish                       publish now
@@ -26,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "catalog/catalog.h"
 #include "core/result.h"
 #include "holder/expert_runtime.h"
 #include "swarm/agent.h"
@@ -44,8 +52,33 @@ struct SwarmState {
   std::shared_ptr<swarm::SwarmAgent> agent;
   std::shared_ptr<holder::ExpertRuntime> runtime;
   std::mutex rtt_mu;
-  std::map<std::string, std::pair<double, int64_t>> rtt;  // peer URL -> (ms, measured at unix ms); rtt_mu
+  // Peer URL -> (ms, measured at unix ms); rtt_mu. URLs come from provider
+  // records: at most kMaxRtt entries (older ones are dropped past it).
+  static constexpr size_t kMaxRtt = 1024;
+  std::map<std::string, std::pair<double, int64_t>> rtt;
+  // Snapshot shard maps (SnapshotShardMapJson), one per watched model; map_mu.
+  struct CachedMap {
+    uint64_t generation = 0;
+    std::shared_ptr<const std::string> json;  // null: `error` (no shape)
+    std::optional<Error> error;
+  };
+  std::mutex map_mu;
+  std::map<std::string, CachedMap> maps;
 };
+
+// Where the shape of `model` (a normalized id) comes from: today
+// catalog::ResolveShape (the node's catalog, then the built-in table); a
+// trusted manifest would be a second source here. kNotFound naming the model
+// when no source knows it. Reads the catalog file; no network I/O.
+Result<catalog::ResolvedShape> ShapeFor(Node& node, const std::string& model);
+
+// The shard map JSON of `model` (min_providers 2, hot_tps 10, plus
+// "shape_source" and "read_ms") built from the agent's snapshot, without any
+// DHT I/O; rebuilt only when the snapshot changed. kNotFound "unknown
+// model" when the agent does not watch `model` or ShapeFor does not know it;
+// kUnavailable while its first read is pending or when the last one failed
+// and nothing is known. Any thread.
+Result<std::shared_ptr<const std::string>> SnapshotShardMapJson(Node& node, SwarmState& st, const std::string& model);
 
 // Starts the DHT and the agent (not yet publishing: AddSwarmService starts
 // it), advertising this node's HTTP endpoint and `quic_address` when set;

@@ -43,6 +43,7 @@ void SwarmAgent::Start() {
   }
   if (auto r = Publish(); !r) spdlog::warn("swarm: first publish failed: {}", r.error().ToString());
   thread_ = std::thread([this] { Loop(); });
+  snapshot_thread_ = std::thread([this] { SnapshotLoop(); });
 }
 
 void SwarmAgent::Loop() {
@@ -57,6 +58,26 @@ void SwarmAgent::Loop() {
   }
 }
 
+void SwarmAgent::SnapshotLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (running_) {
+    snapshot_wakeup_ = false;
+    std::vector<std::string> models;
+    for (const auto& [m, w] : watched_) models.push_back(m);
+    lock.unlock();
+    for (const std::string& m : models) {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (!running_) return;
+      }
+      if (auto r = ReadModel(m, /*snapshot_thread=*/true); !r)
+        spdlog::debug("swarm: snapshot read of {} failed: {}", m, r.error().ToString());
+    }
+    lock.lock();
+    cv_.wait_for(lock, options_.snapshot_refresh, [this] { return !running_ || snapshot_wakeup_; });
+  }
+}
+
 void SwarmAgent::Stop(bool announce_leaving) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -66,6 +87,7 @@ void SwarmAgent::Stop(bool announce_leaving) {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
   if (!announce_leaving) return;
   std::unique_lock<std::mutex> lock(publish_mu_);
   std::map<std::string, uint32_t> declared;
@@ -122,6 +144,7 @@ Result<void> SwarmAgent::PublishModel(Declaration d, int64_t now, bool publish_p
     declared_parts_.erase(d.model);
   } else {
     declared_parts_[d.model] = static_cast<uint32_t>(parts.size());
+    WatchLocked(d.model, now);
   }
   ++published_;
   return Ok();
@@ -217,27 +240,115 @@ Result<std::vector<ProviderRecord>> SwarmAgent::FindProviders(std::string_view b
   return out;
 }
 
+Result<void> SwarmAgent::ReadModel(const std::string& m, bool snapshot_thread) {
+  auto values = transport_->Get(DeclarationKey(m));
+  if (!values) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(snapshot_thread ? snapshot_reads_ : request_reads_);
+    RebuildSnapshotLocked(m, clock_(), values.error().ToString());
+    return values.error();
+  }
+  // Signatures are checked here, without mu_: a key full of records must not
+  // stall the readers of snapshots and stats.
+  std::vector<Result<Declaration>> decoded;
+  decoded.reserve(values->size());
+  for (const std::string& v : *values) decoded.push_back(DecodeRecord(v));
+  const int64_t now = clock_();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(snapshot_thread ? snapshot_reads_ : request_reads_);
+  for (const Result<Declaration>& d : decoded) {
+    std::string_view outcome;
+    if (!d) {
+      const bool forged = d.error().code() == ErrorCode::kPermissionDenied;
+      outcome = IngestOutcomeName(forged ? IngestOutcome::kBadSignature : IngestOutcome::kMalformed);
+      if (forged) spdlog::debug("swarm: dropped a record: {}", d.error().ToString());
+    } else if (d->model != m) {
+      outcome = "wrong_model";  // stored under another model's key
+    } else {
+      outcome = IngestOutcomeName(table_.IngestVerified(*d, now));
+    }
+    ++ingest_counts_[std::string(outcome)];
+  }
+  table_.Expire(now);
+  auto it = last_read_ms_.find(m);
+  if (it == last_read_ms_.end() && last_read_ms_.size() >= options_.max_read_cache) {
+    auto oldest = std::min_element(last_read_ms_.begin(), last_read_ms_.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+    last_read_ms_.erase(oldest);
+  }
+  last_read_ms_[m] = now;
+  RebuildSnapshotLocked(m, now, "");
+  return Ok();
+}
+
+void SwarmAgent::RebuildSnapshotLocked(const std::string& m, int64_t now, std::string error) {
+  auto it = watched_.find(m);
+  if (it == watched_.end()) return;
+  auto s = std::make_shared<LiveSnapshot>();
+  s->model = m;
+  s->live = table_.Live(m, now);
+  if (options_.screen)
+    for (Declaration& d : s->live) options_.screen(d);
+  s->read_ms = error.empty() ? now : (it->second.snapshot ? it->second.snapshot->read_ms : 0);
+  s->generation = ++snapshot_generation_;
+  s->error = std::move(error);
+  it->second.snapshot = std::move(s);
+}
+
+void SwarmAgent::WatchLocked(const std::string& m, int64_t now) {
+  auto it = watched_.find(m);
+  if (it != watched_.end()) {
+    it->second.asked_ms = std::max(it->second.asked_ms, now);
+    return;
+  }
+  if (watched_.size() >= options_.max_watched) {
+    auto victim = watched_.end();
+    for (auto w = watched_.begin(); w != watched_.end(); ++w)
+      if (!declared_parts_.count(w->first) && (victim == watched_.end() || w->second.asked_ms < victim->second.asked_ms))
+        victim = w;
+    if (victim != watched_.end()) {
+      watched_.erase(victim);
+    } else if (!declared_parts_.count(m)) {
+      return;  // every slot holds a model this node declares
+    }
+  }
+  watched_[m].asked_ms = now;
+  snapshot_wakeup_ = true;
+  cv_.notify_all();
+}
+
+void SwarmAgent::Watch(std::string_view model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  WatchLocked(std::string(model), clock_());
+}
+
+std::shared_ptr<const LiveSnapshot> SwarmAgent::Snapshot(std::string_view model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = watched_.find(std::string(model));
+  if (it == watched_.end()) return nullptr;
+  if (it->second.snapshot) return it->second.snapshot;
+  auto empty = std::make_shared<LiveSnapshot>();  // watched, not read yet
+  empty->model = it->first;
+  return empty;
+}
+
+std::vector<std::string> SwarmAgent::WatchedModels() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [m, w] : watched_) out.push_back(m);
+  return out;
+}
+
 Result<std::vector<Declaration>> SwarmAgent::Live(std::string_view model) {
   const std::string m(model);
-  int64_t now = clock_();
   bool read = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = last_read_ms_.find(m);
-    read = it == last_read_ms_.end() || now - it->second >= options_.lookup_cache.count();
+    read = it == last_read_ms_.end() || clock_() - it->second >= options_.lookup_cache.count();
   }
-  if (read) {
-    TENZRO_TRY(std::vector<std::string> values, transport_->Get(DeclarationKey(m)));
-    now = clock_();
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& v : values) {
-      std::string detail;
-      IngestOutcome o = table_.Ingest(v, now, &detail);
-      ++ingest_counts_[std::string(IngestOutcomeName(o))];
-      if (o == IngestOutcome::kBadSignature) spdlog::debug("swarm: dropped a record: {}", detail);
-    }
-    last_read_ms_[m] = now;
-  }
+  if (read) TENZRO_CHECK_OK(ReadModel(m, /*snapshot_thread=*/false));
+  const int64_t now = clock_();
   std::lock_guard<std::mutex> lock(mu_);
   table_.Expire(now);
   std::vector<Declaration> live = table_.Live(m, now);
@@ -275,6 +386,7 @@ void SwarmAgent::RecordServed(std::string_view model, int layer, int expert, uin
   const int64_t now = clock_();
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key = ServedKey(model, layer, expert);
+  if (served_.size() >= options_.max_served && !served_.count(key)) return;  // bounded: see the header
   auto [it, fresh] = served_.try_emplace(key);
   if (fresh) it->second.last_ms = now;
   TpsLocked(key, now);
@@ -308,6 +420,10 @@ nlohmann::json SwarmAgent::Stats() {
           {"providing", provided_.size()},
           {"records_held", table_.size()},
           {"ingest", ingest_counts_},
+          {"declaration_reads", {{"request", request_reads_}, {"snapshot", snapshot_reads_}}},
+          {"watched", watched_.size()},
+          {"read_cache", last_read_ms_.size()},
+          {"served_keys", served_.size()},
           {"refresh_ms", options_.refresh.count()},
           {"ttl_s", options_.ttl_s}};
 }

@@ -17,8 +17,29 @@
 // (strictly increasing across restarts as long as the clock does not go back
 // by more than a restart takes).
 //
-// Thread-safety: every method may be called from any thread. Start() runs one
-// background thread (publish + expiry); Stop() joins it.
+// Snapshots. The agent keeps, for the models it watches, the live
+// declarations as last read (LiveSnapshot), re-read every snapshot_refresh on
+// its own snapshot thread (and whenever Live() reads one of them). Watched
+// are the models this node declares and those Watch() was called for (the
+// node calls it on its operator's admin routes), at most max_watched (the
+// least recently asked is dropped first; declared models are never
+// dropped). Snapshot() does no I/O, so a public request (the dashboard)
+// reads one without ever waiting on the DHT.
+//
+// Bounds (every table keyed by a value a stranger or a request chooses):
+//   watched models      max_watched (LRU; own declared models kept)
+//   Live() read times   max_read_cache entries (the oldest read dropped)
+//   served tokens/s     max_served (model, layer, expert) keys (new keys
+//                       past it are not counted)
+//   declaration table   DeclarationTable's own limits; records read under
+//                       one model's key that declare another model are
+//                       dropped ("wrong_model"), so a key can only feed
+//                       its own model.
+// Records are verified outside the agent's lock, so a large read never
+// stalls Snapshot(), Stats() or KnownModels().
+//
+// Thread-safety: every method may be called from any thread. Start() runs two
+// background threads (publish + expiry; snapshots); Stop() joins them.
 #pragma once
 
 #include <chrono>
@@ -49,11 +70,24 @@ struct AgentOptions {
   uint32_t ttl_s = 60;                       // declarations expire after this
   std::chrono::milliseconds lookup_cache{500};  // Live() reuses a transport read this long
   double tps_halflife_s = 30;                   // served tokens/s EMA half-life
-  // Applied to every declaration Live() returns (this node's own included):
+  std::chrono::milliseconds snapshot_refresh{2000};  // watched models re-read this often
+  size_t max_watched = 32;       // models with a snapshot (see "Bounds")
+  size_t max_read_cache = 256;   // models whose last Live() read time is kept
+  size_t max_served = 1u << 16;  // (model, layer, expert) served-tps entries
+  // Applied to every declaration Live() and Snapshot() return (this node's own included):
   // may drop experts, gates and offers the node does not accept (the node
   // drops blobs its trusted model manifests do not list). Null: none.
   // Called under the agent's lock: must be fast and must not call the agent.
   std::function<void(Declaration&)> screen;
+};
+
+// The live declarations of one watched model as last read.
+struct LiveSnapshot {
+  std::string model;
+  std::vector<Declaration> live;  // as DeclarationTable::Live at read_ms
+  int64_t read_ms = 0;            // unix ms of the last transport read; 0 = not read yet
+  uint64_t generation = 0;        // distinct per rebuild (for caches built from it)
+  std::string error;              // the last read's error; "" when it succeeded
 };
 
 // The clock (unix milliseconds); injectable for tests.
@@ -89,6 +123,15 @@ class SwarmAgent {
   // the models this node declares.
   std::vector<std::string> KnownModels();
 
+  // Watches `model` (see "Snapshots"): its snapshot is read on the snapshot
+  // thread from now on. No I/O here. Only for models the node's operator
+  // asked for or the node holds: each costs one transport read per refresh.
+  void Watch(std::string_view model);
+  // The latest snapshot of `model`; null when it is not watched. No I/O.
+  std::shared_ptr<const LiveSnapshot> Snapshot(std::string_view model);
+  // The watched models, sorted.
+  std::vector<std::string> WatchedModels();
+
   // Counts `tokens` served by this node for (model, layer, expert) into the
   // tokens/s EMA published in the declarations.
   void RecordServed(std::string_view model, int layer, int expert, uint64_t tokens);
@@ -111,7 +154,9 @@ class SwarmAgent {
   // Replaces the advertised endpoints (e.g. once the QUIC port is known);
   // effective from the next publish.
   void SetEndpoints(std::vector<Endpoint> endpoints);
-  // {"node_id", "published", "publish_errors", "seq", "ingest": {outcome: n}, ...}
+  // {"node_id", "published", "publish_errors", "seq", "ingest": {outcome: n},
+  //  "declaration_reads": {"request": n, "snapshot": n}, "watched": n,
+  //  "read_cache": n, "served_keys": n, ...}
   nlohmann::json Stats();
 
  private:
@@ -127,6 +172,12 @@ class SwarmAgent {
   uint64_t NextSeq(int64_t now_ms);  // mu_ held
   double TpsLocked(const std::string& key, int64_t now);  // mu_ held
   void Loop();
+  void SnapshotLoop();
+  // Reads `model`'s records from the transport, verifies them (without mu_),
+  // ingests those that declare `model` and rebuilds its snapshot if watched.
+  Result<void> ReadModel(const std::string& model, bool snapshot_thread);
+  void WatchLocked(const std::string& model, int64_t now);       // mu_ held
+  void RebuildSnapshotLocked(const std::string& model, int64_t now, std::string error);  // mu_ held
 
   std::shared_ptr<DiscoveryTransport> transport_;
   identity::Identity identity_;
@@ -141,10 +192,20 @@ class SwarmAgent {
   bool running_ = false;
   bool stopped_ = false;
   std::thread thread_;
+  std::thread snapshot_thread_;
   DeclarationTable table_;
-  std::map<std::string, int64_t> last_read_ms_;       // model -> last transport read
+  struct Watched {
+    int64_t asked_ms = 0;
+    std::shared_ptr<const LiveSnapshot> snapshot;  // null until first read
+  };
+  std::map<std::string, Watched> watched_;            // model -> snapshot; max_watched
+  uint64_t snapshot_generation_ = 0;
+  bool snapshot_wakeup_ = false;                      // a model was added to watched_
+  uint64_t request_reads_ = 0;                        // transport reads by Live()
+  uint64_t snapshot_reads_ = 0;                       // transport reads by the snapshot thread
+  std::map<std::string, int64_t> last_read_ms_;       // model -> last transport read; max_read_cache
   std::map<std::string, uint32_t> declared_parts_;    // model -> parts last published
-  std::map<std::string, Served> served_;              // "model/layer/expert"
+  std::map<std::string, Served> served_;              // "model/layer/expert"; max_served
   std::map<std::string, int64_t> provided_;           // blob hash -> announced at
   std::map<std::string, uint64_t> ingest_counts_;     // outcome name -> count
   uint64_t seq_ = 0;
