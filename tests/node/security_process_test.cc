@@ -403,8 +403,17 @@ TEST(SecurityConfigTest, LimitsAndSpotCheckKeys) {
   EXPECT_EQ(cfg.spot_check_ban_s, 60u);
   ASSERT_TRUE(ApplyConfigValue(cfg, "spot_check_fraction", "1"));
   EXPECT_EQ(cfg.spot_check_fraction, 1.0);
+  EXPECT_EQ(cfg.quic_inflight_bytes, 256ull << 20);
+  EXPECT_EQ(cfg.peer_prefix_multiple, 4);
+  ASSERT_TRUE(LoadConfigText("quic_max_inflight_bytes = \"32MiB\"\nquic_max_inflight_bytes_per_ip = \"8MiB\"\n"
+                             "peer_prefix_multiple = 0\n",
+                             "t.toml", cfg));
+  EXPECT_EQ(cfg.quic_inflight_bytes, 32ull << 20);
+  EXPECT_EQ(cfg.quic_inflight_bytes_per_ip, 8ull << 20);
+  EXPECT_EQ(cfg.peer_prefix_multiple, 0);
   for (const char* bad : {"spot_check_fraction = 1.5", "spot_check_fraction = -0.1", "peer_rate = -1",
-                          "peer_burst = 0", "spot_check_fraction = \"x\""}) {
+                          "peer_burst = 0", "spot_check_fraction = \"x\"", "quic_max_inflight_bytes = 0",
+                          "peer_prefix_multiple = 0.5"}) {
     NodeConfig c;
     auto r = LoadConfigText(bad, "t.toml", c);
     ASSERT_FALSE(r) << bad;
