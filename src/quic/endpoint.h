@@ -16,6 +16,9 @@
 // batches (recvmmsg) and packets are sent in batches (sendmmsg). Datagrams
 // that are not QUIC, not for a known connection and not a valid client
 // Initial are dropped and counted; so are Initials beyond max_connections.
+// Request bytes the protocols buffer are charged to one budget shared by
+// every connection (request_budget.h; max_inflight_request_bytes, and per
+// remote IP): a stream past it is reset (kStreamBusy), counted in stats().
 //
 // Thread-safety: loop thread only (the thread running the io_context), except
 // Create before the loop runs. QuicClient (quic_client.h) is the facade for other
