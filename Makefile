@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: setup configure build test test-arm64 demo bench fuzz clean
+.PHONY: setup configure build test test-arm64 demo bench fuzz soak clean
 
 setup:
 	./scripts/setup
@@ -40,6 +40,13 @@ bench: setup
 
 fuzz: setup
 	./scripts/fuzz
+
+# The soak test (tests/node/soak_process_test.cc) for SOAK_SECONDS (default
+# 300): honest distributed forwards while a hostile client floods every public
+# route of three real nodes. `make test` runs it for 10 s; not part of .ci/run.
+SOAK_SECONDS ?= 300
+soak: build
+	cd $(BUILD) && TENZRO_SOAK_SECONDS=$(SOAK_SECONDS) ./tests/node/tenzro_node_tests --gtest_filter='SoakProcessTest.*'
 
 clean:
 	rm -rf $(BUILD) build-fuzz build-asan build-arm64

@@ -121,7 +121,8 @@ Plan Dispatcher::PlanWith(const std::string& model, const std::vector<PlanItem>&
   in.live = std::move(live);
   const auto now = Clock::now();
   in.stats = stats_.Snapshot(now);
-  in.excluded = stats_.Banned(now);
+  // Banned by id, or declared at an address banned for wrong outputs.
+  in.excluded = stats_.Excluded(in.live, sources_.self_node_id, now);
   in.excluded_items = excluded_items;
   in.quic = quic_ != nullptr;
   return PlanDispatch(work, in);
@@ -257,10 +258,14 @@ std::map<int, Error> Dispatcher::SpotCheck(ForwardState& s, const FailoverPolicy
     }
     return got;
   };
-  hooks.ban = [&](const std::set<std::string>& liars) {
+  hooks.ban = [&](const std::set<std::string>& liars, const std::map<std::string, std::set<std::string>>& at) {
     const auto until = Clock::now() + s.opt.spot_check.ban;
     for (const std::string& n : liars) {
       stats_.Ban(n, until);
+      // And the address that served the wrong rows: a new key there gets no
+      // work either (holder_stats.h).
+      if (auto it = at.find(n); it != at.end())
+        for (const std::string& ep : it->second) stats_.BanAddress(ep, until);
       ++bans_wrong_output_;
       s.report.banned_wrong_output.push_back(n);
     }

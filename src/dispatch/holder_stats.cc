@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "net/rate_limit.h"
+#include "net/url.h"
+
 namespace tenzro::dispatch {
 
 void HolderStatsTable::Begin(const std::string& node, uint64_t rows) {
@@ -61,6 +64,51 @@ std::set<std::string> HolderStatsTable::Banned(TimePoint now) const {
   std::set<std::string> out;
   for (const auto& [id, e] : holders_)
     if (e.banned_until > now) out.insert(id);
+  return out;
+}
+
+std::string HolderStatsTable::AddressKey(const std::string& endpoint) {
+  if (endpoint.empty()) return "";
+  std::string host = endpoint;
+  if (auto ep = net::ParseEndpoint(endpoint)) host = ep->host;
+  return net::IpPrefix(host, 32, 64);
+}
+
+void HolderStatsTable::BanAddress(const std::string& endpoint, TimePoint until) {
+  const std::string key = AddressKey(endpoint);
+  if (key.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  TimePoint& t = banned_addresses_[key];
+  t = std::max(t, until);
+}
+
+std::set<std::string> HolderStatsTable::Excluded(const std::vector<swarm::Declaration>& live, const std::string& self,
+                                                 TimePoint now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(banned_addresses_, [&](const auto& kv) { return kv.second <= now; });
+  std::set<std::string> out;
+  for (const auto& [id, e] : holders_)
+    if (e.banned_until > now) out.insert(id);
+  if (banned_addresses_.empty()) return out;
+  for (const swarm::Declaration& d : live) {
+    if (d.node_id == self || out.count(d.node_id)) continue;
+    for (const auto& ep : d.endpoints) {
+      auto it = banned_addresses_.find(AddressKey(ep.address));
+      if (it == banned_addresses_.end()) continue;
+      Entry& e = holders_[d.node_id];
+      e.banned_until = std::max(e.banned_until, it->second);
+      out.insert(d.node_id);
+      break;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, double> HolderStatsTable::BannedAddresses(TimePoint now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, double> out;
+  for (const auto& [a, until] : banned_addresses_)
+    if (until > now) out[a] = std::chrono::duration<double, std::milli>(until - now).count();
   return out;
 }
 

@@ -13,6 +13,19 @@
 // call pays the connection set-up) is probed again instead of being
 // skipped forever. Times are passed in (steady clock), so tests can drive
 // them.
+//
+// Bans by address: a node id is free, so a holder caught answering wrong
+// rows (a spot check, spot_check_runner.h) is also banned by the address
+// that served them (BanAddress): its IPv4 address, or its IPv6 /64 (one
+// host usually owns a /64). Every holder whose declaration names an
+// endpoint at a banned address is left out of plans until that ban ends
+// (Excluded), so the liar restarted with a new key on the same host gets no
+// work either. Honest holders behind the same address (one NAT, one host)
+// sit the ban out with it: wrong rows from an address are evidence against
+// whoever runs it. The address banned is the one the call reached, so a liar
+// cannot get another holder's address banned by declaring it. Failure bans
+// (timeouts, transport errors) stay per node id: honest holders on one host
+// fail independently. This node's own id is never excluded.
 // Thread-safety: every method may be called from any thread (one mutex).
 #pragma once
 
@@ -21,6 +34,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +61,20 @@ class HolderStatsTable {
   // Keeps `node` out of plans until `until` (extends, never shortens).
   void Ban(const std::string& node, TimePoint until);
   std::set<std::string> Banned(TimePoint now) const;
+  // Keeps holders at `endpoint`'s address (AddressKey) out of plans until
+  // `until` (extends, never shortens). An endpoint whose host is not an IP
+  // address bans that host name.
+  void BanAddress(const std::string& endpoint, TimePoint until);
+  // Banned(now), plus every holder of `live` (but `self`) that declares an
+  // endpoint at a banned address; those are banned by id too, until the
+  // address's ban ends (so ToJson lists them).
+  std::set<std::string> Excluded(const std::vector<swarm::Declaration>& live, const std::string& self,
+                                 TimePoint now);
+  // Addresses banned now -> milliseconds left.
+  std::map<std::string, double> BannedAddresses(TimePoint now) const;
+  // What an address ban covers: "203.0.113.7/32", "2001:db8::/64", from an
+  // endpoint "host:port", "http://host:port" or a bare host; "" if empty.
+  static std::string AddressKey(const std::string& endpoint);
 
   // Stats as of `now` (stale measurements reported as unmeasured).
   std::map<std::string, HolderStats> Snapshot(TimePoint now = std::chrono::steady_clock::now()) const;
@@ -68,6 +96,7 @@ class HolderStatsTable {
   const std::chrono::milliseconds stale_after_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> holders_;  // guarded by mu_
+  std::map<std::string, TimePoint> banned_addresses_;  // AddressKey -> until; mu_
 };
 
 }  // namespace tenzro::dispatch

@@ -100,15 +100,19 @@ SpotCheckRun Runner::Run() {
     run.records.push_back(r);
     if (r.outcome != SpotOutcome::kMismatch) continue;
     const SpotVerdict& v = verdict[e];
-    if (v.verifier_wrong) run.banned.insert(r.verifier);
+    if (v.verifier_wrong) {
+      run.banned.insert(r.verifier);
+      run.banned_endpoints[r.verifier].insert(second.at(e).by.endpoint);
+    }
     if (v.holder_wrong) {
       run.banned.insert(r.holder);
+      run.banned_endpoints[r.holder].insert(job_.answered->at(e).first.endpoint);
       PutRows(e, v.verifier_wrong ? third.at(e).rows : second.at(e).rows);
       fixed.insert(e);
     }
   }
   if (run.banned.empty()) return run;
-  hooks_.ban(run.banned);
+  hooks_.ban(run.banned, run.banned_endpoints);
   Recompute(fixed, run);
   return run;
 }

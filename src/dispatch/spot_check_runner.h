@@ -8,8 +8,9 @@
 //   2. has each re-run by another replica (hooks.rerun: this node first),
 //   3. has a disagreement between two remote answers settled by a third
 //      replica (a result stays inconclusive when none answers),
-//   4. bans the holders found wrong (hooks.ban, once, with all of them) and
-//      puts the verified rows in place of the wrong ones,
+//   4. bans the holders found wrong (hooks.ban, once, with all of them and
+//      the endpoints whose answers were wrong) and puts the verified rows in
+//      place of the wrong ones,
 //   5. has every other result of a banned holder recomputed elsewhere;
 //      one no other replica recomputes is reported lost.
 // The caller owns planning, calls, their reports and the ban table (the
@@ -47,8 +48,12 @@ struct SpotCheckHooks {
   // avoid.at(e); the answers that came back (an expert no replica answered
   // is absent). Called with no experts never.
   std::function<std::map<int, SpotAnswer>(const std::vector<int>& experts, const SpotAvoid& avoid)> rerun;
-  // Bans the holders caught answering wrong rows (called at most once).
-  std::function<void(const std::set<std::string>& liars)> ban;
+  // Bans the holders caught answering wrong rows (called at most once), with
+  // the endpoints (HolderTarget::endpoint) that served each one's wrong rows:
+  // the addresses the caller actually reached, not what a liar declared.
+  std::function<void(const std::set<std::string>& liars,
+                     const std::map<std::string, std::set<std::string>>& endpoints)>
+      ban;
 };
 
 struct SpotCheckJob {
@@ -65,6 +70,7 @@ struct SpotCheckJob {
 struct SpotCheckRun {
   std::vector<SpotCheckRecord> records;  // one per selected result, by expert
   std::set<std::string> banned;          // liars, as passed to hooks.ban
+  std::map<std::string, std::set<std::string>> banned_endpoints;  // liar -> endpoints that answered wrong
   int recomputed = 0;                    // step 5 results replaced
   std::map<int, Error> lost;             // step 5 results no replica recomputed (kUnavailable)
 };

@@ -109,6 +109,7 @@ Result<void> Node::Init(const std::function<Result<void>(Node&)>& compose) {
   net::RateLimitOptions rl;
   rl.rate = config_.peer_rate;
   rl.burst = config_.peer_burst;
+  rl.prefix_multiple = config_.peer_prefix_multiple;
   peer_limiter_ = std::make_unique<net::PeerRateLimiter>(rl);
   common.max_connections = config_.max_connections;
   common.max_connections_per_host = config_.max_connections_per_ip;
@@ -124,7 +125,7 @@ Result<void> Node::Init(const std::function<Result<void>(Node&)>& compose) {
     // listener: the QUIC service limits them by node id itself.
     if (exec || (head.method == "GET" && head.path.starts_with("/blobs/"))) {
       const std::string host(net::RemoteHost(head.remote));
-      if (!peer_limiter_->Allow("ip:" + host)) {
+      if (!peer_limiter_->AllowWithPrefix("ip:" + host, "net:" + net::IpPrefix(host))) {
         net::Response r = net::ErrorResponse(
             Error::ResourceExhausted("peer {} is over its request rate ({:g} per second, burst {}); retry later",
                                      host, config_.peer_rate, config_.peer_burst),
@@ -216,6 +217,10 @@ void Node::AddBuiltinRoutes() {
                        "was over --peer-rate (HTTP 429, QUIC error reply or refused stream).\n"
                        "# TYPE tenzro_peer_rate_limited_total counter\ntenzro_peer_rate_limited_total {}\n",
                        peer_limiter_->rejected());
+    out += fmt::format("# HELP tenzro_peer_prefix_rate_limited_total Of those, refused because the peer's IP prefix "
+                       "(IPv4 /24, IPv6 /56) was over --peer-prefix-multiple times the per-peer rate.\n"
+                       "# TYPE tenzro_peer_prefix_rate_limited_total counter\ntenzro_peer_prefix_rate_limited_total {}\n",
+                       peer_limiter_->rejected_by_prefix());
     for (const auto& fn : metrics_) fn(out);
     net::Response r;
     r.content_type = "text/plain; version=0.0.4";

@@ -223,6 +223,13 @@ const std::vector<NodeConfigKey> kKeys = {
        c.peer_burst = n;
        return Ok();
      }},
+    {"peer_prefix_multiple", "Exec and blob requests one IP prefix (IPv4 /24, IPv6 /56) may make, as a multiple of --peer-rate and --peer-burst (0 = no prefix limit)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.peer_prefix_multiple, ParseFraction(v, 1e6));
+       if (c.peer_prefix_multiple > 0 && c.peer_prefix_multiple < 1)
+         return Error::InvalidArgument("must be 0 (off) or at least 1");
+       return Ok();
+     }},
     {"max_connections", "Open connections per listener (HTTP, admin, QUIC), all peers together; past it: 503 with Retry-After (QUIC: the handshake is dropped)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1'000'000));
@@ -241,6 +248,18 @@ const std::vector<NodeConfigKey> kKeys = {
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(c.max_inflight_body_bytes, ParseByteSize(v));
        if (c.max_inflight_body_bytes == 0) return Error::InvalidArgument("must be positive");
+       return Ok();
+     }},
+    {"quic_max_inflight_bytes", "QUIC request bytes the node holds at once, all peers (e.g. 256MiB); past it: stream reset (busy)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.quic_inflight_bytes, ParseByteSize(v));
+       if (c.quic_inflight_bytes == 0) return Error::InvalidArgument("must be positive");
+       return Ok();
+     }},
+    {"quic_max_inflight_bytes_per_ip", "QUIC request bytes the node holds at once from one IP address (e.g. 64MiB)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.quic_inflight_bytes_per_ip, ParseByteSize(v));
+       if (c.quic_inflight_bytes_per_ip == 0) return Error::InvalidArgument("must be positive");
        return Ok();
      }},
     {"public_body_bytes", "Body limit of the public routes other than exec (e.g. 4MiB; exec frames use max_body_bytes)",

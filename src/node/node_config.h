@@ -48,6 +48,9 @@ struct NodeConfig {
   uint32_t max_connections = 1024;      // per listener (HTTP, admin, QUIC), all peers (over: 503 / dropped)
   uint32_t max_connections_per_ip = 64; // per listener, one IP address (over: 503 / QUIC Initial dropped)
   uint64_t max_inflight_body_bytes = 256ull << 20;  // request bodies held at once, per listener (over: 503)
+  uint64_t quic_inflight_bytes = 256ull << 20;         // QUIC request bytes held at once (over: stream reset)
+  uint64_t quic_inflight_bytes_per_ip = 64ull << 20;   // of those, from one IP address
+  double peer_prefix_multiple = 4;      // one IP prefix (IPv4 /24, IPv6 /56) may use this many peers' rate; 0 = off
   uint64_t public_body_bytes = 4ull << 20;  // body limit of public routes other than exec (max_body_bytes)
   double spot_check_fraction = 0.05;    // of remote expert results re-run elsewhere (dispatch/spot_check.h)
   double spot_check_tolerance = 0;      // relative L2; 0 = by wire dtype (1e-3 f32, 2e-2 bf16, 5e-3 f16)

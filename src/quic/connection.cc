@@ -213,6 +213,7 @@ struct Connection::Callbacks {
 Connection::Connection(Endpoint* ep, bool server, const udp::endpoint& remote, std::string alpn)
     : ep_(ep),
       now_ns_(ep->options().now_ns),
+      budget_(ep->request_budget()),
       server_(server),
       remote_(remote),
       alpn_(std::move(alpn)),
@@ -726,7 +727,7 @@ int Connection::OnStreamOpen(int64_t id) {
     return 0;
   }
   Protocol* p = ep_->FindProtocol(alpn_);
-  std::unique_ptr<StreamHandler> h = p ? p->Accept(peer_id_) : nullptr;
+  std::unique_ptr<StreamHandler> h = p ? p->AcceptFrom(peer_id_, remote_ip()) : nullptr;
   if (!h) {
     ++ep_->stats_.streams_refused;
     ngtcp2_conn_shutdown_stream(conn_, id, kStreamRefused);
@@ -756,8 +757,10 @@ void Connection::OnStreamAbortedByPeer(int64_t id, uint64_t code, const char* wh
   if (!s) return;
   if (!s->error_) {
     std::string name = StreamErrorName(code);
-    s->error_ = Error::Unavailable("peer {} stream {} (application code {}{})", what, id, code,
-                                   name.empty() ? "" : ": " + name);
+    std::string msg = fmt::format("peer {} stream {} (application code {}{})", what, id, code,
+                                  name.empty() ? "" : ": " + name);
+    // A busy peer is a budget, not a fault: the caller may retry later.
+    s->error_ = code == kStreamBusy ? Error::ResourceExhausted("{}", msg) : Error::Unavailable("{}", msg);
   }
   if (!s->aborted_) {
     s->aborted_ = true;

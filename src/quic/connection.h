@@ -33,6 +33,7 @@
 
 #include "core/result.h"
 #include "quic/peer_key.h"
+#include "quic/request_budget.h"
 #include "quic/stream.h"
 #include "quic/tls.h"
 
@@ -74,6 +75,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& peer_id() const { return peer_id_; }
   const boost::asio::ip::udp::endpoint& remote() const { return remote_; }
   size_t stream_count() const { return streams_.size(); }
+  // The endpoint's request budget (request_budget.h); outlives the endpoint
+  // for charges still held.
+  const std::shared_ptr<RequestBudget>& request_budget() const { return budget_; }
+  // The peer's IP address ("127.0.0.1", "::1"): what per-IP limits key on.
+  std::string remote_ip() const { return remote_.address().to_string(); }
   // State for diagnostics: peer, ALPN, streams, RTT, cwnd, bytes in flight.
   nlohmann::json DebugJson() const;
 
@@ -131,6 +137,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Endpoint* ep_;  // null once the endpoint is gone
   std::function<uint64_t()> now_ns_;  // the endpoint's clock (copied: outlives ep_)
+  std::shared_ptr<RequestBudget> budget_;  // the endpoint's (shared: outlives ep_)
   bool server_;
   boost::asio::ip::udp::endpoint remote_;
   std::string alpn_;

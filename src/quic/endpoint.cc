@@ -48,6 +48,18 @@ struct Endpoint::Socket {
 Endpoint::Endpoint(asio::io_context& io, EndpointOptions options)
     : io_(io), options_(std::move(options)), alive_(std::make_shared<bool>(true)) {
   if (!options_.now_ns) options_.now_ns = SteadyClockNs;
+  budget_ = std::make_shared<RequestBudget>(options_.max_inflight_request_bytes,
+                                            options_.max_inflight_request_bytes_per_ip);
+}
+
+EndpointStats Endpoint::stats() const {
+  EndpointStats s = stats_;
+  const RequestBudget::Stats b = budget_->stats();
+  s.inflight_request_bytes = b.in_flight;
+  s.inflight_request_peak = b.peak;
+  s.requests_refused_budget = b.refused;
+  s.requests_refused_budget_per_ip = b.refused_per_ip;
+  return s;
 }
 
 Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const identity::Identity& identity,
@@ -132,6 +144,8 @@ nlohmann::json Endpoint::StatsJson() const {
           {"dialed", stats_.dialed},
           {"handshake_failures", stats_.handshake_failures},
           {"streams_refused", stats_.streams_refused},
+          {"inflight_request_bytes", budget_->stats().in_flight},
+          {"requests_refused_budget", budget_->stats().refused + budget_->stats().refused_per_ip},
           {"pending_tx", sock_->pending.size()},
           {"connection_state", [&] {
              nlohmann::json a = nlohmann::json::array();

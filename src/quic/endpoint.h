@@ -16,6 +16,9 @@
 // batches (recvmmsg) and packets are sent in batches (sendmmsg). Datagrams
 // that are not QUIC, not for a known connection and not a valid client
 // Initial are dropped and counted; so are Initials beyond max_connections.
+// Request bytes the protocols buffer are charged to one budget shared by
+// every connection (request_budget.h; max_inflight_request_bytes, and per
+// remote IP): a stream past it is reset (kStreamBusy), counted in stats().
 //
 // Thread-safety: loop thread only (the thread running the io_context), except
 // Create before the loop runs. QuicClient (quic_client.h) is the facade for other
@@ -40,6 +43,7 @@
 #include "net/url.h"
 #include "quic/connection.h"
 #include "quic/protocol.h"
+#include "quic/request_budget.h"
 #include "quic/tls.h"
 
 namespace tenzro::quic {
@@ -55,6 +59,11 @@ struct EndpointOptions {
   uint64_t max_stream_window = 16u << 20;              // auto-tuning limits
   uint64_t max_connection_window = 64u << 20;
   int socket_buffer_bytes = 8 << 20;                   // SO_SNDBUF / SO_RCVBUF asked for
+  // Request bytes buffered or being handled, all connections and protocols
+  // together, and from one remote IP address (request_budget.h); a stream
+  // whose bytes would pass either is reset (kStreamBusy). 0 = unlimited.
+  uint64_t max_inflight_request_bytes = 256ull << 20;
+  uint64_t max_inflight_request_bytes_per_ip = 64ull << 20;
   // ngtcp2's clock (monotonic nanoseconds) for every connection of the
   // endpoint: loss detection, pacing, idle and handshake timeouts are
   // computed from it. Empty = SteadyClockNs (connection.h). Tests inject a
@@ -70,6 +79,10 @@ struct EndpointStats {
   uint64_t accepted = 0, dialed = 0;  // connections created
   uint64_t handshake_failures = 0;
   uint64_t streams_refused = 0;
+  // The request budget (request_budget.h): bytes charged now, the most ever,
+  // and streams refused by the total / by one IP's share.
+  uint64_t inflight_request_bytes = 0, inflight_request_peak = 0;
+  uint64_t requests_refused_budget = 0, requests_refused_budget_per_ip = 0;
   uint64_t send_blocked = 0;          // sendmmsg would block: packets queued
 };
 
@@ -106,7 +119,9 @@ class Endpoint {
   const std::string& node_id() const { return node_id_; }
   boost::asio::io_context& io() { return io_; }
   const EndpointOptions& options() const { return options_; }
-  const EndpointStats& stats() const { return stats_; }
+  // A snapshot (the budget's fields read now).
+  EndpointStats stats() const;
+  const std::shared_ptr<RequestBudget>& request_budget() const { return budget_; }
   size_t connection_count() const { return conns_.size(); }
   // {"node_id", "address", "alpns", "connections", counters...}
   nlohmann::json StatsJson() const;
@@ -146,6 +161,7 @@ class Endpoint {
   std::map<std::string, size_t> conns_per_ip_;            // accepted connections by remote IP
   std::map<const Connection*, std::string> accepted_ip_;  // the IP each accepted connection came from
   EndpointStats stats_;
+  std::shared_ptr<RequestBudget> budget_;  // shared with connections and pending replies
 };
 
 }  // namespace tenzro::quic

@@ -88,10 +88,25 @@ class ProviderStream : public StreamHandler {
       s.Reset(kStreamTooLarge);
       return data.size();
     }
+    // The request is charged to the endpoint's budget while it is buffered
+    // (request_budget.h), like an exec request, and released once parsed.
+    if (!charge_started_) {
+      charge_ = RequestCharge(s.connection().request_budget(), s.connection().remote_ip());
+      charge_started_ = true;
+    }
+    if (!charge_.Grow(data.size())) {
+      started_ = true;
+      request_ = Bytes();
+      charge_.Reset();
+      s.Reset(kStreamBusy);
+      return data.size();
+    }
     request_.insert(request_.end(), data.begin(), data.end());
     if (!fin) return data.size();
     started_ = true;
     auto req = blob::DecodeGetRequest(request_);
+    request_ = Bytes();
+    charge_.Reset();
     if (!req) {
       s.Reset(kStreamBadRequest);
       return data.size();
@@ -120,11 +135,16 @@ class ProviderStream : public StreamHandler {
     return data.size();
   }
   void OnWritable(Stream&) override { ServeJob::Pump(job_); }
-  void OnClose(Stream&, const std::optional<Error>&) override { job_->cancelled = true; }
+  void OnClose(Stream&, const std::optional<Error>&) override {
+    job_->cancelled = true;
+    charge_.Reset();
+  }
 
  private:
   std::shared_ptr<ServeJob> job_;
   Bytes request_;
+  RequestCharge charge_;
+  bool charge_started_ = false;
   bool started_ = false;
 };
 

@@ -7,7 +7,13 @@
 // status 0: payload is the response bytes; otherwise status is the
 // tenzro ErrorCode (core/error.h) and payload the UTF-8 error message.
 // A request over max_request_bytes is refused by resetting the stream
-// (kStreamTooLarge) without reading the rest; the connection stays up.
+// (kStreamTooLarge) without reading the rest; the connection stays up. So is
+// one whose bytes would pass the endpoint's request budget
+// (request_budget.h; reset kStreamBusy, at once, nothing more buffered). A
+// request's bytes stay charged to that budget until the handler replies.
+// RpcOptions::admit runs when a stream opens (before any byte is read): its
+// error is the reply, sent once the request ended, whose bytes are dropped
+// as they arrive (rate limits answer this way).
 //
 // Server side: MakeRpcProtocol wraps an RpcHandler. The handler is called on
 // the loop thread with the whole request and must return at once, handing
@@ -18,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -37,6 +44,10 @@ using RpcHandler = std::function<void(const std::string& peer_node_id, Bytes req
 
 struct RpcOptions {
   uint64_t max_request_bytes = 256ull << 20;
+  // Called on the loop thread for each stream a peer opens (its node id and
+  // IP address); an error refuses the request with that error reply. Empty =
+  // admit all.
+  std::function<std::optional<Error>(const std::string& peer_node_id, const std::string& remote_ip)> admit;
 };
 
 // REQUIRES: `io` is the endpoint's loop (replies are posted to it).

@@ -33,6 +33,7 @@ enum StreamErrorCode : uint64_t {
   kStreamTooLarge = 2,        // the request exceeded the protocol's size limit
   kStreamBadRequest = 3,      // malformed request
   kStreamInternal = 4,        // the handler failed
+  kStreamBusy = 5,            // the endpoint's in-flight request budget is spent (retry later)
 };
 
 // "cancelled", "refused", "request too large", "bad request", "internal
@@ -44,6 +45,7 @@ inline const char* StreamErrorName(uint64_t code) {
     case kStreamTooLarge: return "request too large";
     case kStreamBadRequest: return "bad request";
     case kStreamInternal: return "internal error";
+    case kStreamBusy: return "busy: request budget exhausted";
     default: return "";
   }
 }

@@ -151,11 +151,14 @@ class Network : public Executor {
   std::map<std::string, Holder> holders_;
 };
 
-swarm::Declaration Decl(const std::string& id, const std::vector<int>& experts) {
+// Each holder on an address of its own (a wrong-output ban covers the
+// liar's address, holder_stats.h): 127.0.0.<first byte of the id>, unless given.
+swarm::Declaration Decl(const std::string& id, const std::vector<int>& experts, std::string addr = "") {
   swarm::Declaration d;
   d.node_id = id;
   d.model = kModel;
-  d.endpoints.push_back({"http", "http://127.0.0.1:1"});
+  if (addr.empty()) addr = "http://127.0.0." + std::to_string(static_cast<unsigned char>(id[0])) + ":1";
+  d.endpoints.push_back({"http", addr});
   for (int e : experts) d.experts.push_back({0, e, "q4_k", "q4_k", "q6_k", "", swarm::Tier::kWarm, 0});
   return d;
 }
@@ -258,6 +261,47 @@ TEST(SpotCheckForwardTest, ALyingHolderIsCaughtBannedAndItsRowsReplaced) {
     for (const SpotCheckRecord& rec : again->spot_checks) EXPECT_EQ(rec.outcome, SpotOutcome::kAgree);
   }
   EXPECT_EQ(s.net->holders_[kB].calls, b_calls);
+}
+
+// The liar comes back with a new key on the same address: it gets no work
+// for the ban's duration (it is listed as banned); holders on other
+// addresses keep working. (Failure bans stay per node id: ForwardTest.*
+// puts every holder on one address.)
+TEST(SpotCheckForwardTest, ALiarRekeyedOnTheSameAddressStaysBanned) {
+  Swarm s({kA, kB, kC});
+  s.net->holders_[kB].lies = true;
+  Case c;
+  ForwardOptions o;
+  o.spot_check.fraction = 1.0;
+  o.spot_check.ban = std::chrono::minutes(10);
+  std::vector<float> out(kTok * kEmbd);
+  auto r = s.d->Forward(c.Input(), o, out.data());
+  ASSERT_TRUE(r) << r.error().ToString();
+  ASSERT_EQ(r->banned_wrong_output, std::vector<std::string>{kB});
+  const std::string b_addr = s.live[1].endpoints[0].address;
+  EXPECT_EQ(HolderStatsTable::AddressKey(b_addr), "127.0.0.98/32");
+  EXPECT_EQ(s.d->stats().BannedAddresses(std::chrono::steady_clock::now()).count("127.0.0.98/32"), 1u);
+
+  // B restarts as B2 (a new node id) at the same address (another port), and keeps lying.
+  const std::string kB2(64, 'e');
+  std::vector<int> all;
+  for (int e = 0; e < kExperts; ++e) all.push_back(e);
+  s.live.push_back(Decl(kB2, all, "http://127.0.0.98:7777"));
+  s.net->Add(kB2, all);
+  s.net->holders_[kB2].lies = true;
+  for (int i = 0; i < 3; ++i) {
+    auto again = s.d->Forward(c.Input(), o, out.data());
+    ASSERT_TRUE(again) << again.error().ToString();
+    EXPECT_LE(Rel(out, c.want), 1e-6);
+    EXPECT_TRUE(again->banned_wrong_output.empty());
+  }
+  EXPECT_EQ(s.net->holders_[kB2].calls, 0);
+  EXPECT_TRUE(s.d->stats().Banned(std::chrono::steady_clock::now()).count(kB2));
+  EXPECT_EQ(s.d->counters().bans_wrong_output, 1u);
+  // Holders on other addresses still get work.
+  auto p = s.d->PlanWork(kModel, {{0, 0, {0}}});
+  ASSERT_TRUE(p);
+  for (const HolderBatch& b : p->batches) EXPECT_TRUE(b.node_id == kA || b.node_id == kC) << b.node_id;
 }
 
 TEST(SpotCheckForwardTest, UncheckedResultsOfACaughtLiarAreRecomputed) {

@@ -3,11 +3,13 @@
 //     three holders of every layer-0 expert — H1, H2 honest, L lying
 //     (--test-corrupt-exec-outputs 1, allowed by TENZRO_ALLOW_TEST_FAULTS=1).
 //     L is caught and banned, every forward still equals H1's single-node
-//     forward, later forwards avoid L, and C's /metrics count it;
+//     forward, later forwards avoid L, and C's /metrics count it; L runs on
+//     127.0.0.2 and, restarted there with a new key, still gets no work;
 //   * per-peer rate limits: a burst of blob/exec requests from 127.0.0.1 gets
 //     429s while 127.0.0.2 is still served; over QUIC one peer node id is
 //     refused (exec error reply, blob stream reset) while another is served;
-//     the rejections are in /metrics;
+//     the rejections are in /metrics; fresh keys (and addresses) from the
+//     same /24 are refused by the prefix bucket;
 //   * network-supplied names never reach the file system (blob hashes must be
 //     64 hex digits), secrets and the data dir are private;
 //   * the test-only fault flag is refused without the environment variable.
@@ -107,7 +109,9 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
     o.run_args.insert(o.run_args.end(), {"--dht-port", "0", "--bootstrap", boot});
     const bool liar = i == 2;
     if (liar) {
-      o.run_args.insert(o.run_args.end(), {"--test-corrupt-exec-outputs", "1"});
+      // The liar runs on an address of its own: a wrong-output ban covers it.
+      o.run_args.insert(o.run_args.end(), {"--test-corrupt-exec-outputs", "1", "--http", "127.0.0.2:0", "--quic",
+                                           "127.0.0.2:0"});
       ::setenv("TENZRO_ALLOW_TEST_FAULTS", "1", 1);
     }
     h.push_back(StartNode(tmp.Join("h" + std::to_string(i)), o));
@@ -211,7 +215,46 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
     banned |= s["node_id"] == liar && s["banned_for_ms"].get<double>() > 60000;
   EXPECT_TRUE(banned) << plan->body;
 
-  for (auto& n : h) EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
+  // The liar comes back with a NEW key on the same address (another data
+  // dir, other ports on 127.0.0.2), holding every expert again: C sees its
+  // declaration, lists it as banned and gives it no work while the ban lasts.
+  EXPECT_EQ(h[2].Stop(), 0) << h[2].proc->Log();
+  NodeOptions o2;
+  o2.run_args = swarm_flags;
+  o2.run_args.insert(o2.run_args.end(), {"--dht-port", "0", "--bootstrap", boot, "--test-corrupt-exec-outputs", "1",
+                                         "--http", "127.0.0.2:0", "--quic", "127.0.0.2:0"});
+  ::setenv("TENZRO_ALLOW_TEST_FAULTS", "1", 1);
+  RunningNode l2 = StartNode(tmp.Join("l2"), o2);
+  ::unsetenv("TENZRO_ALLOW_TEST_FAULTS");
+  ASSERT_TRUE(l2.running());
+  const std::string liar2 = NodeId(l2);
+  ASSERT_EQ(liar2.size(), 64u);
+  ASSERT_NE(liar2, liar);
+  for (const json& e : res["experts"])
+    l2.CliJson({"moe", "load-expert", "--model", kModel, "--layer", "0", "--expert",
+                std::to_string(e["expert"].get<int>()), "--file", e["uri"].get<std::string>(), "--from", c.http_url(),
+                "--json"});
+  auto liar2_banned = [&] {
+    auto p = admin.Send("POST", "/v1/moe/plan-dispatch", json{{"model", kModel}, {"routings", json::array()}}.dump());
+    if (!p || p->status != 200) return false;
+    const json j = json::parse(p->body, nullptr, false);
+    if (!j.is_object()) return false;
+    for (const json& s : j["holder_stats"])
+      if (s["node_id"] == liar2 && s["banned_for_ms"].get<double>() > 60000) return true;
+    return false;
+  };
+  ASSERT_TRUE(WaitFor(liar2_banned, seconds(60))) << "C never saw the re-keyed liar's declaration";
+  for (int i = 0; i < 3; ++i) {
+    json j = forward(200 + i);
+    ASSERT_TRUE(j.is_object());
+    for (const json& hc : j["holders"]) EXPECT_NE(hc["node_id"], liar2);
+    for (const json& hc : j["spot_checks"]["calls"]) EXPECT_NE(hc["node_id"], liar2);
+    EXPECT_TRUE(j["spot_checks"]["banned"].empty()) << j["spot_checks"].dump();
+  }
+  EXPECT_EQ(Sample(Metrics(c), "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1);
+  EXPECT_EQ(l2.Stop(), 0) << l2.proc->Log();
+
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(h[i].Stop(), 0) << h[i].proc->Log();
   EXPECT_EQ(c.Stop(), 0) << c.proc->Log();
 }
 
@@ -323,6 +366,26 @@ TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
     ASSERT_EQ(::stat((n.dir + "/" + f).c_str(), &st), 0) << f;
     EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
   }
+
+  // New keys do not reset the limit: every request above also took a token
+  // from 127.0.0.0/24's bucket (--peer-prefix-multiple 4: 20 tokens). Fresh
+  // QUIC keys from that network, one call each, are refused within a few
+  // keys although their own buckets are full; so is an HTTP address of the
+  // /24 that never sent anything.
+  int fresh_refused_at = -1;
+  for (int k = 0; k < 20 && fresh_refused_at < 0; ++k) {
+    auto fresh = quic::QuicClient::Start(identity::Identity::Generate()).value();
+    auto r = quic::CallRpc(*fresh, peer, quic::kExecAlpn, garbage);
+    if (!r) {
+      EXPECT_EQ(r.error().code(), ErrorCode::kResourceExhausted) << r.error().ToString();
+      fresh_refused_at = k;
+    }
+  }
+  EXPECT_GE(fresh_refused_at, 0) << "new keys reset the rate limit";
+  EXPECT_LE(fresh_refused_at, 10);
+  EXPECT_EQ(StatusFrom("127.0.0.9", n.http, "GET", absent), 429);
+  const std::string m2 = Metrics(n);
+  EXPECT_GE(Sample(m2, "tenzro_peer_prefix_rate_limited_total"), 2) << m2;
   EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
 }
 
@@ -340,8 +403,17 @@ TEST(SecurityConfigTest, LimitsAndSpotCheckKeys) {
   EXPECT_EQ(cfg.spot_check_ban_s, 60u);
   ASSERT_TRUE(ApplyConfigValue(cfg, "spot_check_fraction", "1"));
   EXPECT_EQ(cfg.spot_check_fraction, 1.0);
+  EXPECT_EQ(cfg.quic_inflight_bytes, 256ull << 20);
+  EXPECT_EQ(cfg.peer_prefix_multiple, 4);
+  ASSERT_TRUE(LoadConfigText("quic_max_inflight_bytes = \"32MiB\"\nquic_max_inflight_bytes_per_ip = \"8MiB\"\n"
+                             "peer_prefix_multiple = 0\n",
+                             "t.toml", cfg));
+  EXPECT_EQ(cfg.quic_inflight_bytes, 32ull << 20);
+  EXPECT_EQ(cfg.quic_inflight_bytes_per_ip, 8ull << 20);
+  EXPECT_EQ(cfg.peer_prefix_multiple, 0);
   for (const char* bad : {"spot_check_fraction = 1.5", "spot_check_fraction = -0.1", "peer_rate = -1",
-                          "peer_burst = 0", "spot_check_fraction = \"x\""}) {
+                          "peer_burst = 0", "spot_check_fraction = \"x\"", "quic_max_inflight_bytes = 0",
+                          "peer_prefix_multiple = 0.5"}) {
     NodeConfig c;
     auto r = LoadConfigText(bad, "t.toml", c);
     ASSERT_FALSE(r) << bad;
