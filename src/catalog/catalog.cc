@@ -137,6 +137,7 @@ std::string_view ShapeSourceName(ShapeSource s) {
     case ShapeSource::kCheckpoint: return "checkpoint";
     case ShapeSource::kCatalog: return "catalog";
     case ShapeSource::kBuiltin: return "builtin";
+    case ShapeSource::kManifest: return "manifest";
   }
   return "?";
 }

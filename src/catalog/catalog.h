@@ -78,8 +78,10 @@ class Catalog {
   std::vector<CatalogEntry> entries_;
 };
 
-enum class ShapeSource : uint8_t { kCheckpoint, kCatalog, kBuiltin };
-std::string_view ShapeSourceName(ShapeSource s);  // "checkpoint", "catalog", "builtin"
+// kManifest: a trusted model manifest (manifest/manifest_trust.h; never
+// returned by ResolveShape, which knows no manifests).
+enum class ShapeSource : uint8_t { kCheckpoint, kCatalog, kBuiltin, kManifest };
+std::string_view ShapeSourceName(ShapeSource s);  // "checkpoint", "catalog", "builtin", "manifest"
 
 struct ResolvedShape {
   ModelShape shape;

@@ -34,6 +34,7 @@ std::string SourceText(const ResolvedShape& r) {
     case ShapeSource::kCatalog:
       return "catalog entry" + (r.shape.checkpoint ? ", checkpoint " + r.shape.checkpoint->path : std::string());
     case ShapeSource::kBuiltin: return "built-in table";
+    case ShapeSource::kManifest: return "trusted model manifest";
   }
   return "";
 }

@@ -117,7 +117,7 @@ std::string ManifestBody(const Manifest& m) {
                {"experts", json::array()},
                {"gates", json::array()},
                {"spines", json::array()}};
-  if (m.shape) body.at("shape") = catalog::ShapeToJson(*m.shape);
+  if (m.shape) body["shape"] = catalog::ShapeToJson(*m.shape);
   for (const auto& e : m.experts) body["experts"].push_back(json::array({e.layer, e.expert, e.formats, e.blob, e.bytes}));
   for (const auto& g : m.gates) body["gates"].push_back(json::array({g.layer, g.blob, g.bytes}));
   for (const auto& s : m.spines) body["spines"].push_back(json::array({s.blob, s.bytes, s.quant}));

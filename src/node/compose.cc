@@ -104,6 +104,7 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
   std::optional<std::string> quic_address;
   if (p.quic) quic_address = p.quic->advertised;
   TENZRO_TRY(p.swarm, Named("swarm", StartSwarm(node, p.runtime, quic_address, ManifestScreen(p.trust))));
+  p.swarm->trust = p.trust;
   *swarm_link = p.swarm;
   p.runner = MakeNodeExpertRunner(p.runtime, &node.pool());
   p.exec_options = NodeExecOptions(cfg, p.swarm->agent);

@@ -140,11 +140,14 @@ double PeerRttMs(SwarmState& st, const std::string& url, std::chrono::millisecon
 
 }  // namespace
 
-Result<catalog::ResolvedShape> ShapeFor(Node& node, const std::string& model) {
+Result<catalog::ResolvedShape> ShapeFor(Node& node, const manifest::TrustStore* trust, const std::string& model) {
   auto rs = catalog::ResolveShape(model, std::nullopt, node.data_dir());
+  if (!rs && rs.error().code() == ErrorCode::kNotFound && trust)
+    if (auto s = trust->Shape(model)) return catalog::ResolvedShape{std::move(*s), catalog::ShapeSource::kManifest};
   if (!rs && rs.error().code() == ErrorCode::kNotFound)
-    return Error::NotFound("unknown model '{}': its shape is in neither the catalog nor the built-in table",
-                           model.substr(0, 200));
+    return Error::NotFound(
+        "unknown model '{}': its shape is in neither the catalog, the built-in table nor a trusted manifest",
+        model.substr(0, 200));
   return rs;
 }
 
@@ -171,7 +174,7 @@ Result<std::shared_ptr<const std::string>> SnapshotShardMapJson(Node& node, Swar
     }
     st.maps[model] = SwarmState::CachedMap{snap->generation, std::move(text), std::move(error)};
   };
-  auto rs = ShapeFor(node, model);
+  auto rs = ShapeFor(node, st.trust.get(), model);
   if (!rs) {
     cache(nullptr, rs.error());
     return rs.error();
@@ -266,7 +269,7 @@ struct ShardMapQuery {
 Result<ShardMapQuery> QueryShardMap(Node& node, SwarmState& st, const std::string& model, int min_providers,
                                     double hot_tps) {
   ShardMapQuery q;
-  TENZRO_TRY(catalog::ResolvedShape rs, ShapeFor(node, model));  // before any DHT read
+  TENZRO_TRY(catalog::ResolvedShape rs, ShapeFor(node, st.trust.get(), model));  // before any DHT read
   const catalog::ModelShape& shape = rs.shape;
   q.shape_source = std::string(catalog::ShapeSourceName(rs.source));
   st.agent->Watch(model);

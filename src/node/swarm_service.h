@@ -35,6 +35,7 @@
 
 #include "catalog/catalog.h"
 #include "core/result.h"
+#include "manifest/manifest_trust.h"
 #include "holder/expert_runtime.h"
 #include "swarm/agent.h"
 #include "swarm/dht_transport.h"
@@ -51,6 +52,7 @@ struct SwarmState {
   std::shared_ptr<swarm::DhtTransport> dht;
   std::shared_ptr<swarm::SwarmAgent> agent;
   std::shared_ptr<holder::ExpertRuntime> runtime;
+  std::shared_ptr<manifest::TrustStore> trust;  // the node's trusted manifests (shapes); may be null
   std::mutex rtt_mu;
   // Peer URL -> (ms, measured at unix ms); rtt_mu. URLs come from provider
   // records: at most kMaxRtt entries (older ones are dropped past it).
@@ -66,11 +68,12 @@ struct SwarmState {
   std::map<std::string, CachedMap> maps;
 };
 
-// Where the shape of `model` (a normalized id) comes from: today
-// catalog::ResolveShape (the node's catalog, then the built-in table); a
-// trusted manifest would be a second source here. kNotFound naming the model
-// when no source knows it. Reads the catalog file; no network I/O.
-Result<catalog::ResolvedShape> ShapeFor(Node& node, const std::string& model);
+// Where the shape of `model` (a normalized id) comes from:
+// catalog::ResolveShape (the node's catalog, then the built-in table), else a
+// trusted manifest of the model that carries one (`trust`, may be null).
+// kNotFound naming the model when no source knows it. Reads the catalog
+// file; no network I/O.
+Result<catalog::ResolvedShape> ShapeFor(Node& node, const manifest::TrustStore* trust, const std::string& model);
 
 // The shard map JSON of `model` (min_providers 2, hot_tps 10, plus
 // "shape_source" and "read_ms") built from the agent's snapshot, without any

@@ -61,6 +61,21 @@ TEST(ManifestTest, SealOpenRoundTripSortedAndDeduplicated) {
   EXPECT_EQ(SealManifest(shuffled, id), bytes);
 }
 
+TEST(ManifestTest, TheShapeTravelsWithTheManifest) {
+  auto id = identity::Identity::Generate();
+  Manifest m = Sample();
+  catalog::ModelShape s = *catalog::BuiltinShape("qwen3.5-122b-a10b");
+  s.id = "tiny";
+  m.shape = s;
+  auto opened = OpenManifest(SealManifest(m, id));
+  ASSERT_TRUE(opened) << opened.error().ToString();
+  ASSERT_TRUE(opened->shape.has_value());
+  EXPECT_EQ(catalog::ShapeToJson(*opened->shape), catalog::ShapeToJson(s));
+  // A shape of another model is refused.
+  m.shape->id = "other";
+  EXPECT_EQ(OpenManifest(SealManifest(m, id)).error().code(), ErrorCode::kCorruption);
+}
+
 TEST(ManifestTest, TamperingForgeryAndOtherRecordKindsAreRefused) {
   auto id = identity::Identity::Generate();
   std::string bytes = SealManifest(Sample(), id);

@@ -26,7 +26,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kModel = "tiny-qwen35moe";
+// The tiny checkpoint under an id no built-in table knows: B, which has no
+// catalog entry for it, learns its shape from the manifest alone.
+constexpr const char* kModel = "tiny-custom-moe";
 
 json AdminGet(const RunningNode& n, const std::string& path) {
   net::HttpClient c = n.Admin();
@@ -123,7 +125,7 @@ TEST(ManifestProcessTest, APoisonedExpertIsNeverAdoptedUsedOrListedByANodeInMani
   RunResult by_uri = b.Cli({"moe", "load-expert", "--model", kModel, "--layer", "0", "--expert", "3", "--file",
                             "tenzro://blob/" + poisoned_hash, "--from", c.http_url()});
   EXPECT_NE(by_uri.exit_code, 0);
-  EXPECT_NE(by_uri.err.find("is not in the trusted manifest of model 'tiny-qwen35moe'"), std::string::npos)
+  EXPECT_NE(by_uri.err.find("is not in the trusted manifest of model 'tiny-custom-moe'"), std::string::npos)
       << by_uri.err;
   // ... and so is the same expert from a file (by its content).
   RunResult by_file =
@@ -137,9 +139,10 @@ TEST(ManifestProcessTest, APoisonedExpertIsNeverAdoptedUsedOrListedByANodeInMani
   json blobs = AdminGet(b, "/v1/blobs");
   for (const json& bl : blobs["blobs"]) EXPECT_NE(bl["hash"], poisoned_hash);
 
-  // The gate by URI (in the manifest) loads.
+  // The gate by URI (in the manifest) loads, with the manifest's shape.
   json lg = b.CliJson({"moe", "load-gate", "--model", kModel, "--layer", "0", "--file", gate_uri, "--json"});
   EXPECT_EQ(lg.value("blob", ""), result["gate"]["hash"]) << lg.dump();
+  EXPECT_EQ(lg.value("shape_source", ""), "manifest") << lg.dump();
 
   // B's view of the swarm never lists C, whatever C keeps declaring; the
   // rebalance adopts the genuine expert 0/3 (offered by P).
@@ -155,6 +158,13 @@ TEST(ManifestProcessTest, APoisonedExpertIsNeverAdoptedUsedOrListedByANodeInMani
   }, std::chrono::seconds(10))) << plan.dump();
   EXPECT_EQ(holders[b_id], genuine3) << plan.dump();
   EXPECT_EQ(holders.count(c_id), 0u);
+  // B's shard map: the manifest's shape, C nowhere.
+  json map = AdminGet(b, std::string("/v1/swarm/shard-map?model=") + kModel);
+  EXPECT_EQ(map.value("shape_source", ""), "manifest") << map.dump();
+  for (const json& e : map["experts"])
+    for (const json& h : e["holders"]) EXPECT_NE(h, c_id) << map.dump();
+  for (const json& h : map["holders"])
+    if (h["node_id"] == c_id) EXPECT_EQ(h["experts"], 0) << map.dump();  // declared, nothing accepted
 }
 
 }  // namespace
