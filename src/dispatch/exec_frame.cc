@@ -322,6 +322,11 @@ ExecResponse ErrorExecResponse(uint64_t request_id, Error error) {
   return r;
 }
 
+uint64_t ExecRequestBoundBytes(const ExecLimits& limits, uint32_t d_model) {
+  constexpr uint64_t kHeader = 30 + 128 + 4;  // fixed fields, the longest model id, n_experts
+  return kHeader + uint64_t{8} * limits.max_experts + limits.max_rows * d_model * sizeof(float);
+}
+
 uint64_t ExecResponseBoundBytes(const ExecRequest& req) {
   constexpr uint64_t kHeader = 64, kPerExpert = 32;
   uint64_t n = kHeader + kMaxErrorMessageBytes;

@@ -103,6 +103,12 @@ Result<ExecResponse> DecodeExecResponse(ByteSpan frame, const ExecLimits& limits
 // knows the holder is sending more than the request can produce.
 uint64_t ExecResponseBoundBytes(const ExecRequest& req);
 
+// An upper bound on the size of any request `limits` accept for a model of
+// `d_model` (f32 rows: `limits.max_rows` in all, `limits.max_experts`
+// entries, the longest model id): what a holder may admit as the body of an
+// exec request before reading it.
+uint64_t ExecRequestBoundBytes(const ExecLimits& limits, uint32_t d_model);
+
 // The checks Decode applies to a request, for one built in memory (local
 // execution never encodes). kInvalidArgument / kResourceExhausted.
 Result<void> CheckExecRequest(const ExecRequest& req, const ExecLimits& limits = {});

@@ -1,11 +1,14 @@
 #include "node/compose.h"
 
+#include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "dispatch/exec_frame.h"
 #include "node/dashboard.h"
 #include "node/dispatch_service.h"
 #include "node/exec_service.h"
@@ -84,7 +87,22 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
     }
     return transfer::FetchFromSources(*store, hash, sources, *fetchers);
   };
-  auto on_change = [swarm_link] {
+  // The exec body limit follows what the node holds: the largest request
+  // the exec frame limits accept for the widest model held (at least the
+  // public routes' limit, so a request for a model not held is read and
+  // answered with its error).
+  auto runtime_link = std::make_shared<std::weak_ptr<holder::ExpertRuntime>>();
+  auto exec_limit = std::make_shared<std::atomic<uint64_t>>(cfg.public_body_bytes);
+  auto size_exec_limit = [runtime_link, exec_limit, floor = cfg.public_body_bytes] {
+    std::shared_ptr<holder::ExpertRuntime> rt = runtime_link->lock();
+    if (!rt) return;
+    int64_t widest = 0;
+    for (const auto& e : rt->cache().List()) widest = std::max(widest, e.n_embd);
+    const uint64_t bound = dispatch::ExecRequestBoundBytes(dispatch::ExecLimits{}, static_cast<uint32_t>(widest));
+    exec_limit->store(std::max<uint64_t>(floor, bound));
+  };
+  auto on_change = [swarm_link, size_exec_limit] {
+    size_exec_limit();
     if (std::shared_ptr<SwarmState> s = swarm_link->lock()) {
       if (auto r = s->agent->Publish(); !r) spdlog::warn("swarm: publish after load failed: {}", r.error().ToString());
     }
@@ -92,6 +110,9 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
   TENZRO_TRY(p.trust, Named("manifest trust", MakeNodeTrust(node, p.store, fetch_blob)));
   TENZRO_TRY(p.runtime,
              Named("expert runtime", OpenNodeExpertRuntime(node, p.store, fetch_blob, on_change, p.trust)));
+  *runtime_link = p.runtime;
+  size_exec_limit();
+  node.SetExecBodyLimit([exec_limit] { return exec_limit->load(std::memory_order_relaxed); });
   TENZRO_TRY(p.quic, Named("quic", AddQuicService(node, p.store)));
   if (p.quic) {
     // The fetcher keeps the node's QUIC state alive.

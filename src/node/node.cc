@@ -136,6 +136,7 @@ Result<void> Node::Init(const std::function<Result<void>(Node&)>& compose) {
       }
     }
     if (!exec) a.max_body_bytes = config_.public_body_bytes;
+    else if (exec_body_limit_) a.max_body_bytes = std::min<uint64_t>(config_.max_body_bytes, exec_body_limit_());
     return a;
   };
   http_ = std::make_unique<net::HttpServer>(*ioc_, &public_router_, pub);

@@ -102,6 +102,11 @@ class Node {
   // Keeps `part` alive as long as the node (released before the worker
   // pool and the event loop are destroyed). Before Run().
   void Keep(std::shared_ptr<void> part) { kept_.push_back(std::move(part)); }
+  // The body limit of POST /v1/moe/exec on the public listener, asked on
+  // the loop thread for every exec request head (must be cheap); the
+  // admitted limit is min(this, --max-body-bytes). Unset: --max-body-bytes.
+  // The composition root sizes it from the models the node holds. Before Run().
+  void SetExecBodyLimit(std::function<uint64_t()> fn) { exec_body_limit_ = std::move(fn); }
 
  private:
   explicit Node(NodeConfig config);
@@ -121,6 +126,7 @@ class Node {
   std::unique_ptr<net::HttpServer> admin_;
   std::string token_;
   std::unique_ptr<net::PeerRateLimiter> peer_limiter_;
+  std::function<uint64_t()> exec_body_limit_;
   int lock_fd_ = -1;
   bool stopping_ = false;  // loop thread
   std::chrono::steady_clock::time_point started_;

@@ -262,7 +262,7 @@ const std::vector<NodeConfigKey> kKeys = {
        if (c.quic_inflight_bytes_per_ip == 0) return Error::InvalidArgument("must be positive");
        return Ok();
      }},
-    {"public_body_bytes", "Body limit of the public routes other than exec (e.g. 4MiB; exec frames use max_body_bytes)",
+    {"public_body_bytes", "Body limit of the public routes other than exec (e.g. 4MiB; exec: sized from the models held, at least this, at most max_body_bytes)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(c.public_body_bytes, ParseByteSize(v));
        if (c.public_body_bytes == 0) return Error::InvalidArgument("must be positive");

@@ -110,12 +110,49 @@ int Upload(uint16_t port, const std::string& target, uint64_t total, std::barrie
   return status;
 }
 
+// Prepares and loads expert 0/0 of the tiny model (n_embd 256) on `n`.
+void HoldATinyExpert(const RunningNode& n) {
+  ASSERT_EQ(n.Cli({"moe", "catalog-add", "--model", "tiny-qwen35moe", "--checkpoint",
+                   tenzro::testing::DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")})
+                .exit_code,
+            0);
+  nlohmann::json job = n.CliJson({"moe", "prepare-experts", "--model-id", "tiny-qwen35moe", "--layer", "0",
+                                  "--experts", "0", "--wait", "--json"});
+  ASSERT_EQ(job["state"], "done") << job.dump();
+  nlohmann::json le = n.CliJson({"moe", "load-expert", "--model", "tiny-qwen35moe", "--layer", "0", "--expert", "0",
+                                 "--file", job["result"]["experts"][0]["uri"].get<std::string>(), "--json"});
+  ASSERT_EQ(le.value("n_embd", 0), 256) << le.dump();
+}
+
+// The exec body limit is sized from what the node holds: a node holding
+// nothing admits exec bodies up to the public limit only; holding an expert
+// of n_embd 256, up to the largest frame the exec limits accept for it
+// (65,536 f32 rows of 256: ~64 MiB). Decided from the head alone.
+TEST(AdmissionProcessTest, TheExecBodyLimitFollowsTheModelsHeld) {
+  TempDir tmp;
+  NodeOptions o;
+  o.run_args = {"--public-body-bytes", "1MiB"};
+  RunningNode n = StartNode(tmp.Join("n"), o);
+  ASSERT_TRUE(n.running());
+  auto status_of = [&](uint64_t bytes) {
+    std::barrier one(1);
+    return Upload(n.http.port, "/v1/moe/exec", bytes, one);
+  };
+  EXPECT_EQ(status_of(2'000'000), 413);     // nothing held: over the 1 MiB floor
+  EXPECT_EQ(status_of(100'000), 422);       // within it: read, then refused as a frame
+  HoldATinyExpert(n);
+  EXPECT_EQ(status_of(2'000'000), 422);     // admitted now
+  EXPECT_EQ(status_of(70'000'000), 413);    // over 65,536 x 256 x 4 + headers
+  EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
+}
+
 TEST(AdmissionProcessTest, AFloodOfLargeBodiesCostsABoundedAmountOfMemory) {
   TempDir tmp;
   NodeOptions o;
   o.run_args = {"--max-inflight-body-bytes", "128MiB"};
   RunningNode n = StartNode(tmp.Join("n"), o);
   ASSERT_TRUE(n.running());
+  HoldATinyExpert(n);  // exec bodies up to ~64 MiB (n_embd 256) are then admissible
   const pid_t pid = n.proc->pid();
   const uint64_t hwm_before = ProcStatusBytes(pid, "VmHWM");
   ASSERT_GT(hwm_before, 0u);
