@@ -4,6 +4,8 @@
 //        distributed forward uses (QuicExecutor / HttpExecutor); the runner
 //        copies rows, so the time is transport + framing. Counters p50_us and
 //        p99_us over all iterations.
+//   BM_FirstCall                     a fresh client's first exec call: the
+//        QUIC handshake plus one 1-row call.
 //   BM_BlobFetch/<transport>         a 64 MiB blob, every chunk group verified
 //        (FetchRangesQuic over /iroh-bytes/4 vs FetchRangesHttp over GET /blobs/).
 // Both servers share one io_context thread and one worker pool, as in a node.
@@ -167,6 +169,40 @@ BENCHMARK(BM_ExecRtt)
     ->Args({0, 64})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+
+// A fresh client's first exec call (1 row): the QUIC handshake (1 RTT on
+// loopback, plus whatever waits on a timer) and the call; BM_ExecRtt/quic:1
+// is the call alone. Starting and stopping the client is not timed.
+void BM_FirstCall(benchmark::State& state) {
+  Holder& h = TheHolder();
+  dispatch::HolderTarget target{h.id.node_id(), dispatch::Transport::kQuic, h.quic->local_endpoint().HostPort()};
+  dispatch::ExecRequest req = Request(1);
+  std::vector<double> us;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto client = quic::QuicClient::Start(identity::Identity::Generate());
+    if (!client) {
+      state.SkipWithError(client.error().ToString().c_str());
+      break;
+    }
+    auto ex = std::make_unique<dispatch::QuicExecutor>(client->get());
+    state.ResumeTiming();
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = ex->Exec(target, req, std::chrono::seconds(10));
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    state.PauseTiming();
+    ex.reset();
+    client->reset();
+    state.ResumeTiming();
+    if (!r || r->error) {
+      state.SkipWithError(r ? "holder answered an error" : r.error().ToString().c_str());
+      break;
+    }
+  }
+  Percentiles(state, us);
+  state.SetLabel("quic handshake + 1 call");
+}
+BENCHMARK(BM_FirstCall)->Iterations(30)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_BlobFetch(benchmark::State& state) {
   bool use_quic = state.range(0) == 1;

@@ -1,5 +1,7 @@
 #include "quic/connection.h"
 
+#include <algorithm>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -578,6 +580,8 @@ void Connection::Flush() {
     ep_->Send(remote_, std::span<const std::span<const uint8_t>>(pkts.data(), npkts));
     npkts = 0;
   };
+  uint64_t written = 0;
+  bool paced_out = false;  // a stream had data ngtcp2 would not send yet
   for (int guard = 0; guard < 4096; ++guard) {
     Stream* s = state_ == State::kOpen ? NextToSend() : nullptr;
     int64_t sid = -1;
@@ -626,25 +630,43 @@ void Connection::Flush() {
       s->OnSent(static_cast<size_t>(ndatalen), fin);
       ++send_cursor_;
     }
-    if (n == 0) break;
+    if (n == 0) {
+      paced_out = s != nullptr && !s->blocked_ && s->wants_write();
+      break;
+    }
+    written += static_cast<uint64_t>(n);
     pkts[npkts++] = std::span<const uint8_t>(out, static_cast<size_t>(n));
     if (npkts == kBatch) send_batch();
   }
   send_batch();
-  ngtcp2_conn_update_pkt_tx_time(conn_, ts);
-  UpdateTimer();
+  // Pacing starts with the first RTT sample of the 1-RTT phase: during the
+  // handshake ngtcp2 would pace from the 333 ms initial RTT and hold the
+  // client's Finished (and the first request) for ~20 ms on loopback.
+  if (ngtcp2_conn_get_handshake_completed(conn_)) ngtcp2_conn_update_pkt_tx_time(conn_, ts);
+  UpdateTimer(paced_out ? std::optional(PacingDelay(std::max<uint64_t>(written, max_pkt))) : std::nullopt);
   AfterIo();
 }
 
-void Connection::UpdateTimer() {
+std::chrono::nanoseconds Connection::PacingDelay(uint64_t bytes) const {
+  ngtcp2_conn_stat cs;
+  ngtcp2_conn_get_conn_stat(conn_, &cs);
+  double ns = 0;
+  if (cs.pacing_rate > 0) ns = static_cast<double>(bytes) / cs.pacing_rate;
+  else if (cs.cwnd > 0) ns = static_cast<double>(cs.smoothed_rtt) * static_cast<double>(bytes) / static_cast<double>(cs.cwnd);
+  // Never a busy loop, never longer than a loopback RTT or two.
+  return std::chrono::nanoseconds(static_cast<int64_t>(std::clamp(ns, 20e3, 2e6)));
+}
+
+void Connection::UpdateTimer(std::optional<std::chrono::nanoseconds> soon) {
   if (state_ >= State::kClosing || conn_ == nullptr) return;
   uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
-  if (expiry == UINT64_MAX) {
+  if (expiry == UINT64_MAX && !soon) {
     timer_.cancel();
     return;
   }
   uint64_t now = Now();
-  auto delay = std::chrono::nanoseconds(expiry > now ? expiry - now : 0);
+  auto delay = expiry == UINT64_MAX ? *soon : std::chrono::nanoseconds(expiry > now ? expiry - now : 0);
+  if (soon && *soon < delay) delay = *soon;
   timer_.expires_after(delay);
   std::weak_ptr<Connection> weak = weak_from_this();
   timer_.async_wait([weak](const boost::system::error_code& ec) {

@@ -118,7 +118,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // the closing period.
   void Terminate(const Error& why, const ngtcp2_connection_close_error* ccerr, bool silent);
   void HandleLibError(int rv, std::string_view where);
-  void UpdateTimer();
+  // Arms the timer at ngtcp2's expiry, or `soon` from now when that is
+  // earlier (a stream paced out: ngtcp2 0.12's expiry leaves out the pacing
+  // time, so without it paced data would wait for the next loss timer).
+  void UpdateTimer(std::optional<std::chrono::nanoseconds> soon = std::nullopt);
+  // How long ngtcp2's pacer holds the next packet after this flush's
+  // `bytes` (its own rule: cwnd / smoothed RTT, or the controller's rate).
+  std::chrono::nanoseconds PacingDelay(uint64_t bytes) const;
   void OnTimer();
   // Runs deferred work after an ngtcp2 call returned: handshake result,
   // stream closes, writable notifications, pending opens.
