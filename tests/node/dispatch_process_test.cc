@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -263,6 +264,7 @@ TEST_F(DispatchProcessTest, PlanForwardAndFailover) {
       n_[victim.load()].proc->Signal(SIGKILL);
   });
   std::map<std::string, int> remote_calls, recent_calls;  // recent: forwards 40..59
+  std::set<std::string> last_used;                        // remote holders of the last forward that had any
   struct Join {
     std::atomic<int>& done;
     std::thread& t;
@@ -291,9 +293,17 @@ TEST_F(DispatchProcessTest, PlanForwardAndFailover) {
       }
     }
     retried += j["stages"]["rounds"].get<int>() > 1;
-    // The victim is the holder the planner used most lately (it ranks by
-    // measured times, so the one it prefers now is the one it calls next).
-    if (i + 1 == 60) victim = recent_calls[id1] >= recent_calls[id2] ? 1 : 2;
+    std::set<std::string> used;
+    for (const json& h : j["holders"])
+      if (h["transport"] != "local") used.insert(h["node_id"].get<std::string>());
+    if (!used.empty()) last_used = used;
+    // The victim is the holder the planner used last (it ranks by measured
+    // times, so the one it chose a moment ago is the one it calls next); when
+    // the last forwards called both, the one used most in forwards 40..59.
+    if (i + 1 == 60) {
+      const bool one = last_used.count(id1) > 0, two = last_used.count(id2) > 0;
+      victim = one && !two ? 1 : two && !one ? 2 : (recent_calls[id1] >= recent_calls[id2] ? 1 : 2);
+    }
     done = i + 1;
   }
   killer.join();
