@@ -29,8 +29,29 @@
 #include "swarm/value_id.h"
 #include "testutil/node_process.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TENZRO_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENZRO_ASAN 1
+#endif
+#endif
+
 namespace tenzro::node {
 namespace {
+
+// Under AddressSanitizer (scripts/sanitize, I/O code at -O0) a request costs
+// several times more, so the flood sends fewer ids before its deadline, and
+// freed memory waits in a quarantine of up to 256 MiB (plus the allocator's
+// per-thread caches) before reuse, so RSS carries what the node already let
+// go of. The unsanitized run holds the real bounds.
+#ifdef TENZRO_ASAN
+constexpr int kMinIdsSent = 2000;
+constexpr uint64_t kSanitizerSlackBytes = 512ull << 20;
+#else
+constexpr int kMinIdsSent = 10000;
+constexpr uint64_t kSanitizerSlackBytes = 0;
+#endif
 
 using nlohmann::json;
 using tenzro::testing::NodeOptions;
@@ -256,9 +277,9 @@ TEST(DashboardBoundsProcessTest, AFloodOfDistinctModelIdsLeavesExecFastAndNothin
   const double p99_base = P99(base), p99_during = P99(during);
   std::printf("[dashboard] %d distinct ids from %d threads: exec p99 %.2f ms (baseline %.2f ms, %zu calls during), "
               "slowest state %.1f ms, RSS %+.1f MiB\n",
-              kThreads * kPerThread, kThreads, p99_during, p99_base, during.size(), slowest_us.load() / 1000.0,
+              sent.load(), kThreads, p99_during, p99_base, during.size(), slowest_us.load() / 1000.0,
               (static_cast<double>(rss_after) - rss_before) / (1 << 20));
-  EXPECT_EQ(sent.load(), kThreads * kPerThread);
+  EXPECT_GE(sent.load(), kMinIdsSent);
   EXPECT_EQ(bad.load(), 0);
   EXPECT_GE(during.size(), 10u);
   // Before: each id's DHT lookup ran on the exec pool, and exec calls queued
@@ -271,7 +292,7 @@ TEST(DashboardBoundsProcessTest, AFloodOfDistinctModelIdsLeavesExecFastAndNothin
   EXPECT_EQ(info1["watched"], info0["watched"]);
   EXPECT_EQ(info1["read_cache"], info0["read_cache"]);
   EXPECT_EQ(info1["records_held"], info0["records_held"]);
-  EXPECT_LT(rss_after, rss_before + (32ull << 20));
+  EXPECT_LT(rss_after, rss_before + (32ull << 20) + kSanitizerSlackBytes);
   EXPECT_EQ(a.Stop(), 0);
 }
 
