@@ -1,6 +1,8 @@
 #include "quic/endpoint.h"
 
 #include <gnutls/crypto.h>
+#include <linux/errqueue.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <boost/asio/post.hpp>
@@ -79,6 +81,10 @@ Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const i
   s.non_blocking(true, ec);
   ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
   ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+  // ICMP errors for datagrams we sent reach the error queue (DrainErrors).
+  const int one = 1;
+  if (local.protocol() == udp::v4()) ::setsockopt(s.native_handle(), IPPROTO_IP, IP_RECVERR, &one, sizeof one);
+  else ::setsockopt(s.native_handle(), IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
   udp::endpoint bound = s.local_endpoint(ec);
   std::memcpy(&ep->sock_->local, bound.data(), bound.size());
   ep->sock_->local_len = static_cast<ngtcp2_socklen>(bound.size());
@@ -144,6 +150,7 @@ nlohmann::json Endpoint::StatsJson() const {
           {"dialed", stats_.dialed},
           {"handshake_failures", stats_.handshake_failures},
           {"streams_refused", stats_.streams_refused},
+          {"peers_unreachable", stats_.peers_unreachable},
           {"inflight_request_bytes", budget_->stats().in_flight},
           {"requests_refused_budget", budget_->stats().refused + budget_->stats().refused_per_ip},
           {"pending_tx", sock_->pending.size()},
@@ -180,7 +187,15 @@ void Endpoint::OnReadable() {
       s.rx_msgs[i].msg_len = 0;
     }
     int n = ::recvmmsg(s.sock.native_handle(), s.rx_msgs.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
-    if (n <= 0) return;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      DrainErrors();  // a pending ICMP error (ECONNREFUSED, EHOSTUNREACH...), then read on
+      if (shut_down_) return;
+      continue;
+    }
+    if (n <= 0) {
+      DrainErrors();
+      return;
+    }
     for (int i = 0; i < n; ++i) {
       const msghdr& h = s.rx_msgs[i].msg_hdr;
       if (h.msg_flags & MSG_TRUNC) {
@@ -194,6 +209,52 @@ void Endpoint::OnReadable() {
       if (shut_down_) return;
     }
     if (static_cast<size_t>(n) < kRecvBatch) return;
+  }
+}
+
+void Endpoint::DrainErrors() {
+  if (!sock_) return;
+  const int fd = sock_->sock.native_handle();
+  for (int k = 0; k < 256; ++k) {  // bounded; the queue is small (the kernel caps it by the socket buffer)
+    sockaddr_storage to{};
+    alignas(cmsghdr) char control[512];
+    uint8_t data[64];
+    iovec iov{data, sizeof data};
+    msghdr h{};
+    h.msg_name = &to;
+    h.msg_namelen = sizeof to;
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    h.msg_control = control;
+    h.msg_controllen = sizeof control;
+    if (::recvmsg(fd, &h, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;
+    bool unreachable = false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+      const bool v4 = c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR;
+      const bool v6 = c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR;
+      if (!v4 && !v6) continue;
+      sock_extended_err ee;
+      std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
+      // ICMPv4 destination unreachable (type 3): net 0, host 1, protocol 2,
+      // port 3 (not 4, "fragmentation needed": a path MTU signal).
+      // ICMPv6 destination unreachable (type 1): address 3, port 4.
+      if (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == 3 && ee.ee_code <= 3) unreachable = true;
+      if (ee.ee_origin == SO_EE_ORIGIN_ICMP6 && ee.ee_type == 1 && (ee.ee_code == 3 || ee.ee_code == 4))
+        unreachable = true;
+    }
+    if (!unreachable || h.msg_namelen == 0) continue;
+    udp::endpoint dest;
+    std::memcpy(dest.data(), &to, std::min<size_t>(h.msg_namelen, sizeof(sockaddr_storage)));
+    dest.resize(h.msg_namelen);
+    std::vector<std::shared_ptr<Connection>> hit;
+    for (auto& [raw, c] : conns_)
+      if (c->remote() == dest && !c->is_closed()) hit.push_back(c);
+    if (hit.empty()) continue;
+    ++stats_.peers_unreachable;
+    for (auto& c : hit)
+      c->Terminate(Error::Unavailable("QUIC peer {} is unreachable (ICMP: nothing listens there any more)",
+                                      dest.address().to_string() + ":" + std::to_string(dest.port())),
+                   nullptr, /*silent=*/true);
   }
 }
 

@@ -84,6 +84,7 @@ struct EndpointStats {
   uint64_t inflight_request_bytes = 0, inflight_request_peak = 0;
   uint64_t requests_refused_budget = 0, requests_refused_budget_per_ip = 0;
   uint64_t send_blocked = 0;          // sendmmsg would block: packets queued
+  uint64_t peers_unreachable = 0;     // ICMP unreachable errors that ended connections
 };
 
 class Endpoint {
@@ -131,6 +132,11 @@ class Endpoint {
   Endpoint(boost::asio::io_context& io, EndpointOptions options);
   void StartRead();
   void OnReadable();
+  // Reads the socket's error queue (IP_RECVERR / IPV6_RECVERR): an ICMP
+  // "port / host / address unreachable" for a datagram this endpoint sent
+  // ends every connection to that address at once (kUnavailable), so a
+  // killed peer costs a round trip, not a deadline.
+  void DrainErrors();
   void Dispatch(std::span<const uint8_t> data, const boost::asio::ip::udp::endpoint& from);
   void SendVersionNegotiation(const ngtcp2_version_cid& vc, const boost::asio::ip::udp::endpoint& to);
   // Connection side.

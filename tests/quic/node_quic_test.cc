@@ -4,6 +4,8 @@
 // POST /v1/moe/exec over ALPN tenzro/moe-exec/1, a wrong node id is refused.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <nlohmann/json.hpp>
 
 #include "dispatch/exec_frame.h"
@@ -85,6 +87,36 @@ TEST(NodeQuic, NodeJsonBlobGetOverQuicExecAndStatus) {
   EXPECT_TRUE(frame2->error || (!frame2->experts.empty() && frame2->experts[0].error));
 
   EXPECT_EQ(n.Stop(), 0);
+}
+
+// A holder killed (SIGKILL: no CONNECTION_CLOSE) under an open connection:
+// the next call's datagram draws an ICMP port unreachable, which the
+// endpoint reads from its socket's error queue and ends the connection with
+// — the call fails as unavailable, long before its 20 s deadline would.
+TEST(NodeQuic, AKilledPeerIsNoticedFromIcmpNotADeadline) {
+  testing::TempDir tmp;
+  RunningNode n = testing::StartNode(tmp.Join("holder"));
+  ASSERT_TRUE(n.running());
+  PeerAddr peer{n.node_json["node_id"].get<std::string>(),
+                net::ParseEndpoint(n.node_json["quic"]["address"].get<std::string>()).value()};
+  auto client = QuicClient::Start(identity::Identity::Generate()).value();
+  Bytes garbage = {'h', 'i'};
+  ASSERT_TRUE(CallRpc(*client, peer, kExecAlpn, garbage));  // the connection is up
+  n.proc->Signal(SIGKILL);
+  ASSERT_EQ(n.proc->Wait(std::chrono::seconds(10)), -1);
+  CallOptions o;
+  o.read_timeout = std::chrono::seconds(20);
+  o.total_timeout = std::chrono::seconds(20);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = CallRpc(*client, peer, kExecAlpn, garbage, o);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable) << r.error().ToString();
+  EXPECT_NE(r.error().message().find("unreachable"), std::string::npos) << r.error().ToString();
+  EXPECT_LT(took, std::chrono::seconds(10));  // not the deadline (20 s) nor the idle timeout
+  uint64_t unreachable = 0;
+  client->RunOnLoop([&](Endpoint& ep) { unreachable = ep.stats().peers_unreachable; });
+  EXPECT_GE(unreachable, 1u);
 }
 
 TEST(NodeQuic, QuicOffAndBadAddress) {
