@@ -69,13 +69,13 @@ TEST(RateLimitTest, PrefixBucketBoundsManyKeysFromOneNetwork) {
   const TP t0{};
   int allowed = 0;
   for (int key = 0; key < 10; ++key)
-    for (int i = 0; i < 5; ++i) allowed += l.AllowWithPrefix("node:k" + std::to_string(key), "net:10.0.0.0/24", t0);
+    for (int i = 0; i < 5; ++i) allowed += l.AllowWithPrefix("node:k" + std::to_string(key), "net:198.51.100.0/24", t0);
   EXPECT_EQ(allowed, 15);  // 3 x burst, not 10 x burst
   EXPECT_EQ(l.rejected_by_prefix(), 35u);
-  EXPECT_TRUE(l.AllowWithPrefix("node:other", "net:10.0.1.0/24", t0));
+  EXPECT_TRUE(l.AllowWithPrefix("node:other", "net:203.0.113.0/24", t0));
   // k9 never got a token: its own bucket is still full once the prefix refills.
-  for (int i = 0; i < 5; ++i) EXPECT_TRUE(l.AllowWithPrefix("node:k9", "net:10.0.0.0/24", t0 + milliseconds(10000))) << i;
-  EXPECT_FALSE(l.AllowWithPrefix("node:k9", "net:10.0.0.0/24", t0 + milliseconds(10000)));
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(l.AllowWithPrefix("node:k9", "net:198.51.100.0/24", t0 + milliseconds(10000))) << i;
+  EXPECT_FALSE(l.AllowWithPrefix("node:k9", "net:198.51.100.0/24", t0 + milliseconds(10000)));
   // Without a multiple the prefix is ignored.
   PeerRateLimiter plain({.rate = 10, .burst = 1});
   EXPECT_TRUE(plain.AllowWithPrefix("a", "net:x", t0));
@@ -83,9 +83,9 @@ TEST(RateLimitTest, PrefixBucketBoundsManyKeysFromOneNetwork) {
 }
 
 TEST(RateLimitTest, IpPrefix) {
-  EXPECT_EQ(IpPrefix("192.168.7.200"), "192.168.7.0/24");
+  EXPECT_EQ(IpPrefix("198.51.100.200"), "198.51.100.0/24");
   EXPECT_EQ(IpPrefix("127.0.0.2", 32), "127.0.0.2/32");
-  EXPECT_EQ(IpPrefix("10.1.2.3", 20), "10.1.0.0/20");
+  EXPECT_EQ(IpPrefix("203.0.113.77", 20), "203.0.112.0/20");
   EXPECT_EQ(IpPrefix("2001:db8:1:abcd::1"), "2001:db8:1:ab00::/56");
   EXPECT_EQ(IpPrefix("2001:db8:1:abcd::1", 32, 64), "2001:db8:1:abcd::/64");
   EXPECT_EQ(IpPrefix("::1", 24, 128), "::1/128");
