@@ -24,40 +24,18 @@
 
 #include "core/file.h"
 #include "testutil/node_process.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TENZRO_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENZRO_ASAN 1
-#endif
-#endif
+#include "testutil/sanitizer.h"
 
 namespace tenzro::node {
 namespace {
 
-// Under AddressSanitizer freed memory waits in a quarantine of up to 256 MiB
-// before it is reused, so the node's RSS also carries the bodies it already
-// let go of.
-#ifdef TENZRO_ASAN
-constexpr double kAsanQuarantineMiB = 256;
-#else
-constexpr double kAsanQuarantineMiB = 0;
-#endif
-
+using tenzro::testing::kAsanQuarantineMiB;
 using tenzro::testing::NodeOptions;
 using tenzro::testing::RunningNode;
 using tenzro::testing::StartNode;
 using tenzro::testing::TempDir;
 
-// A /proc/PID/status field in bytes ("VmHWM", "VmRSS"); 0 when unreadable.
-uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
-  auto text = ReadTextFile("/proc/" + std::to_string(pid) + "/status");
-  if (!text) return 0;
-  const size_t at = text->find(field + ":");
-  if (at == std::string::npos) return 0;
-  return std::strtoull(text->c_str() + at + field.size() + 1, nullptr, 10) * 1024;
-}
+using tenzro::testing::ProcStatusBytes;
 
 // The status of an HTTP answer already received on `fd` within `wait`, or 0.
 int EarlyStatus(int fd, std::chrono::milliseconds wait) {
@@ -112,15 +90,10 @@ int Upload(uint16_t port, const std::string& target, uint64_t total, std::barrie
 
 // Prepares and loads expert 0/0 of the tiny model (n_embd 256) on `n`.
 void HoldATinyExpert(const RunningNode& n) {
-  ASSERT_EQ(n.Cli({"moe", "catalog-add", "--model", "tiny-qwen35moe", "--checkpoint",
-                   tenzro::testing::DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")})
-                .exit_code,
-            0);
-  nlohmann::json job = n.CliJson({"moe", "prepare-experts", "--model-id", "tiny-qwen35moe", "--layer", "0",
-                                  "--experts", "0", "--wait", "--json"});
-  ASSERT_EQ(job["state"], "done") << job.dump();
+  const nlohmann::json res = tenzro::testing::PrepareTinyLayer(n, "tiny-qwen35moe", 0, {"--experts", "0"});
+  ASSERT_TRUE(res.is_object());
   nlohmann::json le = n.CliJson({"moe", "load-expert", "--model", "tiny-qwen35moe", "--layer", "0", "--expert", "0",
-                                 "--file", job["result"]["experts"][0]["uri"].get<std::string>(), "--json"});
+                                 "--file", res["experts"][0]["uri"].get<std::string>(), "--json"});
   ASSERT_EQ(le.value("n_embd", 0), 256) << le.dump();
 }
 

@@ -28,30 +28,15 @@
 #include "swarm/dht_transport.h"
 #include "swarm/value_id.h"
 #include "testutil/node_process.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TENZRO_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENZRO_ASAN 1
-#endif
-#endif
+#include "testutil/sanitizer.h"
 
 namespace tenzro::node {
 namespace {
 
-// Under AddressSanitizer (scripts/sanitize, I/O code at -O0) a request costs
-// several times more, so the flood sends fewer ids before its deadline, and
-// freed memory waits in a quarantine of up to 256 MiB (plus the allocator's
-// per-thread caches) before reuse, so RSS carries what the node already let
-// go of. The unsanitized run holds the real bounds.
-#ifdef TENZRO_ASAN
-constexpr int kMinIdsSent = 2000;
-constexpr uint64_t kSanitizerSlackBytes = 512ull << 20;
-#else
-constexpr int kMinIdsSent = 10000;
-constexpr uint64_t kSanitizerSlackBytes = 0;
-#endif
+// Under AddressSanitizer (testutil/sanitizer.h) the flood sends fewer ids
+// before its deadline, and RSS carries ASan's quarantine and caches.
+constexpr int kMinIdsSent = testing::kAsan ? 2000 : 10000;
+constexpr uint64_t kSanitizerSlackBytes = testing::kAsan ? (512ull << 20) : 0;
 
 using nlohmann::json;
 using tenzro::testing::NodeOptions;
@@ -66,14 +51,7 @@ constexpr const char* kUnknown = "no-such-model-x";
 constexpr int kHuge = 1 << 20;
 constexpr int64_t kEmbd = 256, kFf = 512;  // the tiny model's expert shape
 
-// A /proc/PID/status field in bytes ("VmHWM", "VmRSS"); 0 when unreadable.
-uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
-  auto text = ReadTextFile("/proc/" + std::to_string(pid) + "/status");
-  if (!text) return 0;
-  const size_t at = text->find(field + ":");
-  if (at == std::string::npos) return 0;
-  return std::strtoull(text->c_str() + at + field.size() + 1, nullptr, 10) * 1024;
-}
+using tenzro::testing::ProcStatusBytes;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 

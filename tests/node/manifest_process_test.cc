@@ -62,13 +62,8 @@ TEST(ManifestProcessTest, APoisonedExpertIsNeverAdoptedUsedOrListedByANodeInMani
   RunningNode p = StartNode(tmp.Join("p"), po);
   ASSERT_TRUE(p.running());
   const std::string boot = "127.0.0.1:" + std::to_string(p.node_json["dht_port"].get<int>());
-  ASSERT_EQ(p.Cli({"moe", "catalog-add", "--model", kModel, "--checkpoint", DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")})
-                .exit_code,
-            0);
-  json job = p.CliJson({"moe", "prepare-experts", "--model-id", kModel, "--layer", "0", "--quant", "q4_k_m", "--gate",
-                        "--wait", "--json"});
-  ASSERT_EQ(job["state"], "done") << job.dump();
-  const json& result = job["result"];
+  const json result = PrepareTinyLayer(p, kModel, 0);
+  ASSERT_TRUE(result.is_object());
   ASSERT_TRUE(result.contains("manifest")) << result.dump();
   const std::string manifest = result["manifest"]["hash"].get<std::string>();
   // Publishing again gives the same manifest (same blobs, same key).

@@ -89,12 +89,8 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
   const std::string boot = "127.0.0.1:" + std::to_string(c.node_json["dht_port"].get<int>());
 
   // C prepares layer 0 (experts + gate) and loads only the gate.
-  auto add = c.Cli({"moe", "catalog-add", "--model", kModel, "--checkpoint", DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")});
-  ASSERT_EQ(add.exit_code, 0) << add.err;
-  json prep = c.CliJson({"moe", "prepare-experts", "--model-id", kModel, "--layer", "0", "--quant", "q4_k_m", "--gate",
-                         "--wait", "--json"});
-  ASSERT_EQ(prep["state"], "done") << prep.dump();
-  const json& res = prep["result"];
+  const json res = tenzro::testing::PrepareTinyLayer(c, kModel, 0);
+  ASSERT_TRUE(res.is_object());
   auto load_gate = [&](const RunningNode& n) {
     n.CliJson({"moe", "load-gate", "--model", kModel, "--layer", "0", "--file", res["gate"]["uri"].get<std::string>(),
                "--from", c.http_url(), "--json"});

@@ -62,13 +62,7 @@ constexpr const char* kModel = "tiny-qwen35moe";
 constexpr int kExperts = 8;
 
 // Resident set size of `pid` in MiB (0 when unreadable).
-double RssMiB(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
-  return 0;
-}
+double RssMiB(int pid) { return static_cast<double>(tenzro::testing::ProcStatusBytes(pid, "VmRSS")) / (1 << 20); }
 
 // One HTTP/1.1 request from `src_ip` with `body`; reads the whole response
 // (Connection: close). The status, or -1 on a transport failure.
@@ -140,12 +134,8 @@ TEST(SoakProcessTest, HonestForwardsSurviveAFloodOfEveryPublicRoute) {
   RunningNode c = StartNode(tmp.Join("c"), oc);
   ASSERT_TRUE(c.running());
   const std::string boot = "127.0.0.1:" + std::to_string(c.node_json["dht_port"].get<int>());
-  auto add = c.Cli({"moe", "catalog-add", "--model", kModel, "--checkpoint", DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")});
-  ASSERT_EQ(add.exit_code, 0) << add.err;
-  json prep = c.CliJson({"moe", "prepare-experts", "--model-id", kModel, "--layer", "0", "--quant", "q4_k_m", "--gate",
-                         "--wait", "--json"});
-  ASSERT_EQ(prep["state"], "done") << prep.dump();
-  const json& res = prep["result"];
+  const json res = tenzro::testing::PrepareTinyLayer(c, kModel, 0);
+  ASSERT_TRUE(res.is_object());
   auto load_gate = [&](const RunningNode& n) {
     n.CliJson({"moe", "load-gate", "--model", kModel, "--layer", "0", "--file", res["gate"]["uri"].get<std::string>(),
                "--from", c.http_url(), "--json"});

@@ -66,4 +66,16 @@ RunningNode StartNode(const std::string& dir, const NodeOptions& options) {
   return n;
 }
 
+json PrepareTinyLayer(const RunningNode& n, const std::string& model, int layer, std::vector<std::string> extra) {
+  RunResult add = n.Cli({"moe", "catalog-add", "--model", model, "--checkpoint", DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")});
+  EXPECT_EQ(add.exit_code, 0) << add.err;
+  std::vector<std::string> args = {"moe", "prepare-experts", "--model-id", model, "--layer", std::to_string(layer),
+                                   "--quant", "q4_k_m"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--wait", "--json"});
+  json job = n.CliJson(args);
+  EXPECT_EQ(job.value("state", ""), "done") << job.dump();
+  return job.value("state", "") == "done" ? job["result"] : json();
+}
+
 }  // namespace tenzro::testing

@@ -61,4 +61,11 @@ struct RunningNode {
 // killed node is ignored). On failure the returned node is not running().
 RunningNode StartNode(const std::string& dir, const NodeOptions& options = {});
 
+// On `n`: `moe catalog-add --model MODEL` with the bundled tiny Q4_K_M
+// checkpoint, then `moe prepare-experts --model-id MODEL --layer LAYER
+// --quant q4_k_m EXTRA... --wait --json`; returns the finished job's result
+// (null, with a failed EXPECT, when either step fails).
+nlohmann::json PrepareTinyLayer(const RunningNode& n, const std::string& model, int layer,
+                                std::vector<std::string> extra = {"--gate"});
+
 }  // namespace tenzro::testing

@@ -176,4 +176,13 @@ double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
   return den > 0 ? std::sqrt(num / den) : 0;
 }
 
+uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.size() > field.size() && line.compare(0, field.size(), field) == 0 && line[field.size()] == ':')
+      return std::strtoull(line.c_str() + field.size() + 1, nullptr, 10) * 1024;
+  return 0;
+}
+
 }  // namespace tenzro::testing

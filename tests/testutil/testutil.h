@@ -75,6 +75,8 @@ std::vector<float> ReadF32(const std::string& path);
 // Relative L2 error ||a - ref|| / ||ref|| (0 when ref is all zeros).
 double RelL2(const std::vector<float>& a, const std::vector<float>& ref);
 void WriteAll(const std::string& path, ByteSpan data);
+// A field of /proc/PID/status in bytes ("VmRSS", "VmHWM"); 0 when unreadable.
+uint64_t ProcStatusBytes(pid_t pid, const std::string& field);
 
 // Polls `pred` every 20 ms until true or `timeout` elapses; returns pred().
 template <typename Pred>
