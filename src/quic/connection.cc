@@ -300,6 +300,9 @@ Result<std::shared_ptr<Connection>> Connection::Dial(Endpoint* ep, const PublicK
   int rv = ngtcp2_conn_client_new(&c->conn_, &dcid, &scid, &c->path_.path, NGTCP2_PROTO_VER_V1, &cb, &settings,
                                   &params, nullptr, c.get());
   if (rv != 0) return Error::Internal("ngtcp2_conn_client_new: {}", ngtcp2_strerror(rv));
+  if (ep->options().keep_alive.count() > 0)
+    ngtcp2_conn_set_keep_alive_timeout(
+        c->conn_, static_cast<uint64_t>(ep->options().keep_alive.count()) * NGTCP2_MILLISECONDS);
   TENZRO_CHECK_OK(c->InitTls(peer));
   c->cids_.push_back(CidKey(scid));
   ep->Associate(CidKey(scid), c.get());
@@ -439,6 +442,7 @@ void Connection::Close(uint64_t app_code, const std::string& reason) {
 void Connection::Receive(const ngtcp2_path& path, std::span<const uint8_t> packet) {
   if (state_ >= State::kClosing || conn_ == nullptr) return;
   ngtcp2_pkt_info pi{};
+  last_rx_ns_ = Now();
   int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, packet.data(), packet.size(), Now());
   if (rv != 0) {
     HandleLibError(rv, "read");
@@ -681,6 +685,21 @@ void Connection::OnTimer() {
   if (rv != 0) {
     HandleLibError(rv, "timer");
     return;
+  }
+  // A dialed connection sends keep-alive PINGs, so a live peer sends
+  // something (an ACK at least) every keep_alive; silence past dead_after
+  // means the peer process or its host stopped.
+  if (ep_ && !server_ && state_ == State::kOpen && ep_->options().keep_alive.count() > 0 &&
+      ep_->options().dead_after.count() > 0 && last_rx_ns_ > 0) {
+    const uint64_t silent_ns = Now() - last_rx_ns_;
+    if (silent_ns > static_cast<uint64_t>(ep_->options().dead_after.count()) * NGTCP2_MILLISECONDS) {
+      ep_->CountSilentPeer();
+      Terminate(Error::Unavailable("QUIC peer {} stopped answering: nothing received for {} ms",
+                                   peer_id_.empty() ? remote_.address().to_string() : peer_id_.substr(0, 16),
+                                   silent_ns / NGTCP2_MILLISECONDS),
+                nullptr, /*silent=*/true);
+      return;
+    }
   }
   Flush();
 }

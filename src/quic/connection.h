@@ -143,6 +143,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Endpoint* ep_;  // null once the endpoint is gone
   std::function<uint64_t()> now_ns_;  // the endpoint's clock (copied: outlives ep_)
+  uint64_t last_rx_ns_ = 0;           // when the last datagram of this connection arrived
   std::shared_ptr<RequestBudget> budget_;  // the endpoint's (shared: outlives ep_)
   bool server_;
   boost::asio::ip::udp::endpoint remote_;

@@ -151,6 +151,7 @@ nlohmann::json Endpoint::StatsJson() const {
           {"handshake_failures", stats_.handshake_failures},
           {"streams_refused", stats_.streams_refused},
           {"peers_unreachable", stats_.peers_unreachable},
+          {"peers_silent", stats_.peers_silent},
           {"inflight_request_bytes", budget_->stats().in_flight},
           {"requests_refused_budget", budget_->stats().refused + budget_->stats().refused_per_ip},
           {"pending_tx", sock_->pending.size()},

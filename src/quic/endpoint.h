@@ -51,6 +51,15 @@ namespace tenzro::quic {
 struct EndpointOptions {
   std::chrono::milliseconds idle_timeout{30000};       // transport parameter max_idle_timeout
   std::chrono::milliseconds handshake_timeout{10000};
+  // Connections this endpoint dials send a PING after this long without
+  // traffic (0 = never): a connection to a holder in use stays open past
+  // idle_timeout, and the peer answers at least an ACK this often.
+  std::chrono::milliseconds keep_alive{500};
+  // A dialed connection with keep_alive that receives nothing for this long
+  // is ended as kUnavailable (EndpointStats::peers_silent): the peer's
+  // process or host stopped (frozen, or gone without an ICMP error). Its
+  // calls fail then instead of at their own deadline. 0 = never.
+  std::chrono::milliseconds dead_after{2000};
   size_t max_connections = 1024;                       // accepted (server) connections at once
   size_t max_connections_per_ip = 64;                  // of those, from one IP address
   uint64_t max_streams_bidi = 128;                     // concurrent streams a peer may open to us
@@ -85,6 +94,7 @@ struct EndpointStats {
   uint64_t requests_refused_budget = 0, requests_refused_budget_per_ip = 0;
   uint64_t send_blocked = 0;          // sendmmsg would block: packets queued
   uint64_t peers_unreachable = 0;     // ICMP unreachable errors that ended connections
+  uint64_t peers_silent = 0;          // dialed connections ended after dead_after of silence
 };
 
 class Endpoint {
@@ -122,6 +132,8 @@ class Endpoint {
   const EndpointOptions& options() const { return options_; }
   // A snapshot (the budget's fields read now).
   EndpointStats stats() const;
+  // Loop thread (Connection): a connection ended after dead_after.
+  void CountSilentPeer() { ++stats_.peers_silent; }
   const std::shared_ptr<RequestBudget>& request_budget() const { return budget_; }
   size_t connection_count() const { return conns_.size(); }
   // {"node_id", "address", "alpns", "connections", counters...}

@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
+
+#include <boost/asio/post.hpp>
 
 #include "identity/identity.h"
 #include "quic/quic_client.h"
@@ -271,6 +275,99 @@ TEST_F(QuicEndpointTest, ConnectionsPerIpAreCapped) {
   ASSERT_EQ(ServerConnections(), 0u);
   auto again = Echo(*fourth, Pattern(100, 6));
   EXPECT_TRUE(again) << again.error().ToString();
+}
+
+}  // namespace
+}  // namespace tenzro::quic
+
+namespace tenzro::quic {
+namespace {
+
+// Keep-alive PINGs (EndpointOptions::keep_alive) keep a dialed connection
+// open past the peers' idle timeout; without them the same pause costs a
+// new handshake.
+TEST_F(QuicEndpointTest, KeepAlivePingsKeepAnIdleConnectionToAHolderOpen) {
+  EndpointOptions short_idle;
+  short_idle.idle_timeout = std::chrono::milliseconds(300);
+  StartServer(short_idle);
+  const std::string req = "hello";
+  const ByteSpan body(reinterpret_cast<const uint8_t*>(req.data()), req.size());
+  for (bool keep_alive : {true, false}) {
+    EndpointOptions o = short_idle;
+    o.keep_alive = keep_alive ? std::chrono::milliseconds(80) : std::chrono::milliseconds(0);
+    auto client = QuicClient::Start(client_id_, {"127.0.0.1", 0}, o).value();
+    ASSERT_TRUE(Echo(*client, body));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // > 3 idle timeouts
+    ASSERT_TRUE(Echo(*client, body));
+    EndpointStats st;
+    client->RunOnLoop([&](Endpoint& ep) { st = ep.stats(); });
+    EXPECT_EQ(st.dialed, keep_alive ? 1u : 2u) << (keep_alive ? "with" : "without") << " keep-alive";
+    EXPECT_EQ(st.peers_silent, 0u);
+  }
+}
+
+// A holder whose process stops answering (its loop frozen, as under SIGSTOP
+// or a hung host: no ICMP, no CONNECTION_CLOSE) is noticed from unanswered
+// probes (EndpointOptions::dead_after_ptos): a call with a 20 s read timeout
+// fails as unavailable within a few probe timeouts, and an idle connection
+// to it is ended from its keep-alive PINGs alone.
+TEST_F(QuicEndpointTest, AFrozenPeerIsNoticedFromUnansweredProbesNotTheReadTimeout) {
+  StartServer();
+  const std::string req = "hello";
+  const ByteSpan body(reinterpret_cast<const uint8_t*>(req.data()), req.size());
+  EndpointOptions o;
+  o.keep_alive = std::chrono::milliseconds(100);
+  auto client = QuicClient::Start(client_id_, {"127.0.0.1", 0}, o).value();
+  auto silent = [&] {
+    uint64_t n = 0;
+    client->RunOnLoop([&](Endpoint& ep) { n = ep.stats().peers_silent; });
+    return n;
+  };
+  // Freezes the server's loop thread until released (bounded: 15 s).
+  struct Freeze {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool released = false;
+    void Release() {
+      std::lock_guard<std::mutex> l(mu);
+      released = true;
+      cv.notify_all();
+    }
+  };
+  auto freeze_server = [&] {
+    auto f = std::make_shared<Freeze>();
+    boost::asio::post(server_->endpoint().io(), [f] {
+      std::unique_lock<std::mutex> l(f->mu);
+      f->cv.wait_for(l, std::chrono::seconds(15), [&] { return f->released; });
+    });
+    return f;
+  };
+
+  // 1. A call in flight.
+  ASSERT_TRUE(Echo(*client, body));
+  auto f1 = freeze_server();
+  CallOptions patient;
+  patient.read_timeout = std::chrono::seconds(20);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = Echo(*client, body, patient);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  f1->Release();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable) << r.error().ToString();
+  EXPECT_NE(r.error().ToString().find("stopped answering"), std::string::npos) << r.error().ToString();
+  EXPECT_LT(took, std::chrono::seconds(8)) << "noticed from probes, not the 20 s read timeout";
+  EXPECT_EQ(silent(), 1u);
+
+  // 2. An idle connection: only keep-alive PINGs go out, and they end it.
+  ASSERT_TRUE(Echo(*client, body));
+  auto f2 = freeze_server();
+  t0 = std::chrono::steady_clock::now();
+  while (silent() < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  f2->Release();
+  EXPECT_EQ(silent(), 2u) << "the idle connection to the frozen peer was not ended";
+  // And the peer, thawed, is reached again on a new connection.
+  ASSERT_TRUE(Echo(*client, body));
 }
 
 }  // namespace
