@@ -142,33 +142,119 @@ Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& in) {
   HolderBatch local;
   local.node_id = in.self_node_id;
   local.transport = Transport::kLocal;
+  // Remote items and the candidates (in node id order) that may take each.
+  std::vector<Candidate*> cand_list;
+  for (auto& [id, c] : cands) cand_list.push_back(&c);
+  struct Remote {
+    const PlanItem* item;
+    double rows;
+    std::vector<size_t> holders;  // indices into cand_list
+    size_t at = SIZE_MAX;         // chosen holder
+  };
+  std::vector<Remote> remote;
   for (const PlanItem* w : order) {
-    const double rows = static_cast<double>(w->tokens.size());
     if (in.local.count({w->layer, w->expert}) && !in.excluded_items.count({in.self_node_id, w->layer, w->expert})) {
       local.items.push_back(*w);
       local.rows += w->tokens.size();
       continue;
     }
-    Candidate* best = nullptr;
-    double best_est = 0;
-    for (auto& [id, c] : cands) {
-      if (!c.experts.count({w->layer, w->expert}) || in.excluded_items.count({id, w->layer, w->expert})) continue;
-      const double est = c.est_base_ms + (c.planned_rows + rows) / c.rows_per_s * 1000.0;
-      if (!best || est < best_est) {  // map order: ties keep the lower node id
-        best = &c;
-        best_est = est;
-      }
+    Remote r{w, static_cast<double>(w->tokens.size()), {}};
+    for (size_t h = 0; h < cand_list.size(); ++h) {
+      const Candidate& c = *cand_list[h];
+      if (c.experts.count({w->layer, w->expert}) && !in.excluded_items.count({c.batch.node_id, w->layer, w->expert}))
+        r.holders.push_back(h);
     }
-    if (!best) {
+    if (r.holders.empty()) {
       plan.unheld.push_back(*w);
       if (banned_holds.count({w->layer, w->expert})) plan.unheld_banned.insert({w->layer, w->expert});
       continue;
     }
-    best->planned_rows += rows;
-    best->batch.estimated_ms = best_est;
-    best->batch.rows += w->tokens.size();
-    best->batch.items.push_back(*w);
+    remote.push_back(std::move(r));
   }
+
+  // 1. Few calls: a greedy cover — the holder that can take the most
+  //    uncovered rows (ties: the sooner it would finish them, then the lower
+  //    node id), until every item has a chosen holder.
+  auto finish = [&](size_t h, double extra_rows) {
+    const Candidate& c = *cand_list[h];
+    return c.est_base_ms + (c.planned_rows + extra_rows) / c.rows_per_s * 1000.0;
+  };
+  std::vector<bool> chosen(cand_list.size(), false);
+  {
+    std::vector<bool> covered(remote.size(), false);
+    size_t left = remote.size();
+    while (left > 0) {
+      std::vector<double> gain(cand_list.size(), 0.0);
+      for (size_t i = 0; i < remote.size(); ++i)
+        if (!covered[i])
+          for (size_t h : remote[i].holders) gain[h] += remote[i].rows;
+      size_t best = SIZE_MAX;
+      for (size_t h = 0; h < cand_list.size(); ++h) {
+        if (gain[h] <= 0) continue;
+        if (best == SIZE_MAX || gain[h] > gain[best] ||
+            (gain[h] == gain[best] && finish(h, gain[h]) < finish(best, gain[best])))
+          best = h;
+      }
+      chosen[best] = true;
+      for (size_t i = 0; i < remote.size(); ++i)
+        if (!covered[i] && std::count(remote[i].holders.begin(), remote[i].holders.end(), best)) {
+          covered[i] = true;
+          --left;
+        }
+    }
+  }
+  // 2. Balance: each item (largest first) to the chosen holder that would
+  //    finish it soonest.
+  std::vector<double> placed(cand_list.size(), 0.0);  // rows this plan gives each holder
+  for (Remote& r : remote) {
+    for (size_t h : r.holders) {
+      if (!chosen[h]) continue;
+      if (r.at == SIZE_MAX || finish(h, placed[h] + r.rows) < finish(r.at, placed[r.at] + r.rows)) r.at = h;
+    }
+    placed[r.at] += r.rows;
+  }
+  // 3. Improve: while moving one item off the holder that finishes last
+  //    shortens the round by more than the cost of any call it opens, move
+  //    the item that shortens it most. Bounded: each move lowers the cost.
+  auto makespan = [&] {
+    double m = 0;
+    for (size_t h = 0; h < cand_list.size(); ++h)
+      if (placed[h] > 0) m = std::max(m, finish(h, placed[h]));
+    return m;
+  };
+  for (size_t guard = 0; guard < 4 * remote.size() + 4; ++guard) {
+    const double before = makespan();
+    double best_gain = 1e-9;
+    Remote* move = nullptr;
+    size_t move_to = SIZE_MAX;
+    for (Remote& r : remote) {
+      if (finish(r.at, placed[r.at]) < before) continue;  // not on a holder that finishes last
+      for (size_t h : r.holders) {
+        if (h == r.at) continue;
+        placed[r.at] -= r.rows;
+        placed[h] += r.rows;
+        const double gain = before - makespan() - (placed[h] == r.rows ? in.call_cost_ms : 0.0);
+        placed[h] -= r.rows;
+        placed[r.at] += r.rows;
+        if (gain >= best_gain) {  // ties: the later (smaller) item moves
+          best_gain = gain;
+          move = &r;
+          move_to = h;
+        }
+      }
+    }
+    if (!move) break;
+    placed[move->at] -= move->rows;
+    placed[move_to] += move->rows;
+    move->at = move_to;
+  }
+  for (const Remote& r : remote) {
+    Candidate& c = *cand_list[r.at];
+    c.batch.rows += r.item->tokens.size();
+    c.batch.items.push_back(*r.item);
+  }
+  for (size_t h = 0; h < cand_list.size(); ++h)
+    if (placed[h] > 0) cand_list[h]->batch.estimated_ms = finish(h, placed[h]);
   auto by_key = [](const PlanItem& a, const PlanItem& b) {
     return std::tie(a.layer, a.expert) < std::tie(b.layer, b.expert);
   };

@@ -6,14 +6,21 @@
 // Output: per-holder batches (node id, endpoint, transport, items) and the
 // items nobody holds. Rules (docs/dispatch.md):
 //   * an item this node holds is computed here (transport local);
-//   * otherwise among the holders declaring it (state not "leaving", not
-//     excluded, with a usable endpoint), the lowest estimated completion
-//     time   est = rtt_ms + (rows_queued + rows planned so far + item rows)
-//                          / rows_per_s * 1000
-//     ties to the lower node id;
-//   * an expert's rows all go to one holder;
-//   * items are placed largest first (then by layer, expert), so the plan is
-//     a deterministic function of its input.
+//   * otherwise it goes to a holder declaring it (state not "leaving", not
+//     excluded, with a usable endpoint), an expert's rows all to one holder;
+//   * a round's cost is its estimated completion — the latest holder's
+//       est = rtt_ms + (rows_queued + rows planned to it) / rows_per_s * 1000
+//     — plus call_cost_ms per remote call, and the plan keeps it low with
+//     few calls: (1) a greedy cover picks holders by the uncovered rows they
+//     can take (ties: the sooner finish, then the lower node id) until every
+//     item has one; (2) each item, largest first, goes to the chosen holder
+//     that would finish it soonest; (3) while moving one item off the holder
+//     that finishes last shortens the round by more than the calls it opens
+//     cost, the best such move is made. So a swarm of many small holders is
+//     asked in few calls, and a slow holder sheds work to faster replicas;
+//   * ties go to the lower node id and items are taken largest first (then
+//     by layer, expert), so the plan is a deterministic function of its
+//     input.
 // Transport: "quic" when the holder advertises a quic endpoint and the
 // caller can speak QUIC (PlanInput::quic), else "http".
 //
@@ -86,6 +93,10 @@ struct PlanInput {
   bool quic = false;                             // a QUIC executor is available
   double default_rtt_ms = 1.0;                   // unmeasured holders
   double default_rows_per_s = 1000.0;
+  // What one more call in a round is worth avoiding, in ms of the round's
+  // estimated completion: a holder is added to a round only when it makes
+  // the round finish sooner by more than this.
+  double call_cost_ms = 0.5;
 };
 
 struct HolderBatch {

@@ -199,7 +199,8 @@ TEST(ExecHttpTest, ForwardOverHttpWithAStoppedHolder) {
   auto r = n.d->Forward(b.Input(), {}, out.data());
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(std::memcmp(out.data(), b.want.data(), out.size() * 4), 0);
-  EXPECT_EQ(r->calls.size(), 3u);
+  // a holds experts 0-3 and b or c the other two: the planner asks two holders.
+  EXPECT_EQ(r->calls.size(), 2u);
   for (const auto& c : r->calls) {
     EXPECT_GT(c.compute_ms, 0);
     EXPECT_GE(c.rtt_ms, c.compute_ms);

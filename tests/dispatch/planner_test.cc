@@ -67,14 +67,18 @@ TEST(PlannerTest, ParseRoutingsRefusesBadInputNamingIt) {
   EXPECT_NE(msg(R"([{"token_index": 0}])").find("experts"), std::string::npos);
 }
 
-// Hand computation (est = rtt + (queued + planned + rows) / rows_per_s * 1000):
-//   items largest first: e1 (3 rows), e0 (2 rows, local), e2 (2 rows), e3 (1 row)
-//   e1: A 1 + 3/1000e3 = 4.0    B 5 + 3/10000e3 = 5.3        -> A (planned 3)
-//   e2: A 1 + 5/1000e3 = 6.0    B 5 + 2/10000e3 = 5.2        -> B (planned 2)
-//   e3: A 1 + 4/1000e3 = 5.0    B 5 + 3/10000e3 = 5.3        -> A (planned 4)
+// Hand computation (est = rtt + (queued + planned + rows) / rows_per_s * 1000),
+// with calls free (call_cost_ms 0): items largest first: e1 (3 rows), e0 (2
+// rows, local), e2 (2 rows), e3 (1 row); A and B hold e1..e3.
+//   cover: A and B could each take all 6 rows; B finishes them sooner
+//          (5 + 6/10000e3 = 5.6 < 1 + 6/1000e3 = 7)              -> {B}
+//   moves off B (the last to finish): e1 to A: A 4.0, B 5.3     -> 5.3
+//                                     e3 to A: A 5.0, B 5.2     -> 5.2
+//   (e2 to A would give A 7.0: no better)
 TEST(PlannerTest, LowestEstimatedCompletionTime) {
   PlanInput in;
   in.self_node_id = kSelf;
+  in.call_cost_ms = 0;
   in.local = {{0, 0}};
   in.live = {Decl(kA, {{0, 1}, {0, 2}, {0, 3}}), Decl(kB, {{0, 1}, {0, 2}, {0, 3}}), Decl(kSelf, {{0, 9}})};
   in.stats[kA] = Measured(1.0, 1000);
@@ -100,6 +104,78 @@ TEST(PlannerTest, LowestEstimatedCompletionTime) {
   const json j = PlanToJson(p);
   EXPECT_EQ(j["batches"][1]["items"][0]["token_indices"], json({0, 2, 3}));
   EXPECT_EQ(j["batches"][0]["transport"], "local");
+}
+
+// The same input at the default call cost (0.5 ms): a second call would save
+// 5.6 - 5.2 = 0.4 ms, less than it costs, so B computes e1..e3 in one call.
+TEST(PlannerTest, ASecondCallOnlyWhenItSavesMoreThanItCosts) {
+  PlanInput in;
+  in.self_node_id = kSelf;
+  in.local = {{0, 0}};
+  in.live = {Decl(kA, {{0, 1}, {0, 2}, {0, 3}}), Decl(kB, {{0, 1}, {0, 2}, {0, 3}})};
+  in.stats[kA] = Measured(1.0, 1000);
+  in.stats[kB] = Measured(5.0, 10000);
+  const std::vector<PlanItem> work = {{0, 0, {0, 1}}, {0, 1, {0, 2, 3}}, {0, 2, {1, 4}}, {0, 3, {5}}};
+  Plan p = PlanDispatch(work, in);
+  ASSERT_EQ(p.batches.size(), 2u);
+  EXPECT_EQ(p.batches[1].node_id, kB);
+  EXPECT_EQ(p.batches[1].rows, 6u);
+  EXPECT_NEAR(p.batches[1].estimated_ms, 5.6, 1e-9);
+  // At 0.2 ms a call, the first move (e1 to A: 5.6 -> 5.3) pays for the
+  // call it opens, and the second (e3: -> 5.2) opens none.
+  in.call_cost_ms = 0.2;
+  p = PlanDispatch(work, in);
+  ASSERT_EQ(p.batches.size(), 3u);
+  EXPECT_NEAR(std::max(p.batches[1].estimated_ms, p.batches[2].estimated_ms), 5.2, 1e-9);
+}
+
+// A decode step of a swarm of many small holders: 8 routed experts of 64,
+// each expert on 2 of 16 holders (holder h holds experts 4h..4h+3 and
+// 4(h+1)..4(h+1)+3 mod 64), all equally fast. The old rule (each item to the
+// soonest finish) used one holder per expert, 8 calls; the cover needs one
+// holder for each pair of neighbouring experts.
+TEST(PlannerTest, ManySmallHoldersAreAskedInFewCalls) {
+  PlanInput in;
+  in.self_node_id = kSelf;
+  std::vector<std::string> ids;
+  for (int h = 0; h < 16; ++h) {
+    const std::string id = fmt::format("{:064x}", h + 1);
+    ids.push_back(id);
+    std::vector<std::pair<int, int>> experts;
+    for (int k = 0; k < 8; ++k) experts.push_back({0, (4 * h + k) % 64});
+    in.live.push_back(Decl(id, experts, true));
+    in.stats[id] = Measured(0.3, 20000);  // 0.3 ms a call + 0.05 ms a row
+  }
+  in.quic = true;
+  // Experts 0,1 (holders 15, 0), 4,5 (0, 1), 8,9 (1, 2), 12,13 (2, 3): 4 holders cover all.
+  std::vector<PlanItem> work;
+  for (int e : {0, 1, 4, 5, 8, 9, 12, 13}) work.push_back({0, e, {0}});
+  const Plan p = PlanDispatch(work, in);
+  EXPECT_LE(p.batches.size(), 4u);
+  size_t items = 0;
+  for (const HolderBatch& b : p.batches) {
+    items += b.items.size();
+    EXPECT_EQ(b.transport, Transport::kQuic);
+  }
+  EXPECT_EQ(items, 8u);
+  EXPECT_TRUE(p.unheld.empty());
+}
+
+// A holder that covers everything but is slow does not get everything: the
+// cover picks it, and the moves hand its items to the fast replicas.
+TEST(PlannerTest, ASlowHolderThatHoldsEverythingShedsWorkToFastReplicas) {
+  PlanInput in;
+  in.self_node_id = kSelf;
+  in.live = {Decl(kA, {{0, 1}, {0, 2}, {0, 3}, {0, 4}}), Decl(kB, {{0, 1}, {0, 2}}), Decl(kC, {{0, 3}, {0, 4}})};
+  in.stats[kA] = Measured(20.0, 1000);  // a far holder: 20 ms a call
+  in.stats[kB] = Measured(1.0, 1000);
+  in.stats[kC] = Measured(1.0, 1000);
+  const Plan p = PlanDispatch({{0, 1, {0}}, {0, 2, {1}}, {0, 3, {2}}, {0, 4, {3}}}, in);
+  ASSERT_EQ(p.batches.size(), 2u);
+  EXPECT_EQ(p.batches[0].node_id, kB);
+  EXPECT_EQ(p.batches[1].node_id, kC);
+  EXPECT_NEAR(p.batches[0].estimated_ms, 3.0, 1e-9);
+  EXPECT_NEAR(p.batches[1].estimated_ms, 3.0, 1e-9);
 }
 
 // Rows already queued at A (6) push e1 to B: A 1 + (6+3)/1000e3 = 10 > B 5.3.
