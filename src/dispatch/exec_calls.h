@@ -3,7 +3,8 @@
 //
 // RunCalls runs the remote calls on a call pool (a core ThreadPool the
 // Dispatcher owns, created once) and the local call on the calling thread,
-// which then takes any remote call no pool thread has started yet: a
+// which then takes any remote call no pool thread has started yet (with
+// hedging, once it waited 2 ms: the caller must stay free to send hedges): a
 // saturated pool (concurrent forwards), or a caller that is itself a thread
 // of that pool, never waits on work queued behind it. No thread is created
 // per call. Every answer is checked against its request (MatchAnswer); a
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,8 @@ struct Call {
   Result<ExecResponse> resp = Error::Internal("not run");
   std::chrono::steady_clock::time_point sent{};
   double rtt_ms = 0;  // whole call, as seen here
+  bool hedge = false;  // sent because another holder's call ran past its hedge time
+  bool lost = false;   // a hedged pair's loser: cancelled, its answer (if any) dropped
 
   HolderTarget target() const { return {batch.node_id, batch.transport, batch.endpoint}; }
   bool remote() const { return batch.transport != Transport::kLocal; }
@@ -64,10 +68,30 @@ std::chrono::milliseconds CallTimeout(const HolderBatch& b, const std::map<std::
 // holder saw.
 void FillRequest(Call& c, const ForwardInput& in, RowType wire, uint64_t request_id, bool round_local);
 
-// Runs every call (see the file comment) and returns when all returned:
-// each call's resp, sent and rtt_ms are set. `executor_for` may return null
-// (the call fails with kUnsupported).
+// Hedged calls. A remote call still running `after(call)` after it left
+// (nullopt: never) gets a hedge: `make(call)`, the same experts and rows
+// planned onto another holder as one remote call (nullopt: none can take
+// them all). The first good answer of the pair wins — the original's answer
+// of any kind, or the hedge's when it answered every expert — and the other
+// call is cancelled (ExecCancellable: QUIC resets its stream; an HTTP loser
+// runs to its answer or deadline on its pool thread, its answer dropped).
+// When the original fails while its hedge runs, the hedge's answer is
+// used. A cancelled original's elapsed time still counts as a sample of its
+// holder (a lower bound of its time, so the planner sees it slow); a
+// cancelled hedge leaves no sample.
+struct HedgePolicy {
+  std::function<std::optional<std::chrono::microseconds>(const Call&)> after;
+  std::function<std::optional<Call>(const Call&)> make;
+};
+
+// Runs every call (see the file comment) and returns when each call has its
+// outcome: resp, sent and rtt_ms are set. `executor_for` may return null
+// (the call fails with kUnsupported). With `hedge`, a call whose hedge won
+// is replaced in place by the hedge (Call::hedge), and every loser is
+// appended after the calls given, with lost set and resp an error saying
+// who answered first; losers still running are not waited for (they own
+// their request and answer).
 void RunCalls(std::vector<Call>& calls, const std::function<Executor*(Transport)>& executor_for,
-              HolderStatsTable& stats, ThreadPool& pool);
+              HolderStatsTable& stats, ThreadPool& pool, const HedgePolicy* hedge = nullptr);
 
 }  // namespace tenzro::dispatch

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.h"
 #include "core/result.h"
 #include "dispatch/exec_frame.h"
 #include "dispatch/exec_server.h"
@@ -41,6 +42,15 @@ class Executor {
   // Runs `req` on `target`, waiting at most `timeout`.
   virtual Result<ExecResponse> Exec(const HolderTarget& target, const ExecRequest& req,
                                     std::chrono::milliseconds timeout) = 0;
+  // The same, ending early (kUnavailable, "cancelled") once `cancel` fires:
+  // the loser of a hedged call (exec_calls.h). By default the call is not
+  // interrupted (it runs to its answer or deadline and its answer is
+  // dropped); QuicExecutor resets its stream.
+  virtual Result<ExecResponse> ExecCancellable(const HolderTarget& target, const ExecRequest& req,
+                                               std::chrono::milliseconds timeout, CancelToken& cancel) {
+    (void)cancel;
+    return Exec(target, req, timeout);
+  }
 };
 
 // This node: RunExec on `runner`. REQUIRES: runner outlives the executor.

@@ -58,6 +58,8 @@ HolderCall ReportCall(const Call& c, int round, Clock::time_point start) {
   hc.rows = c.batch.rows;
   hc.sent_ms = std::chrono::duration<double, std::milli>(c.sent - start).count();
   hc.rtt_ms = c.rtt_ms;
+  hc.hedge = c.hedge;
+  hc.lost = c.lost;
   if (!c.resp) {
     hc.error = c.resp.error();
     return hc;
@@ -176,19 +178,37 @@ bool Dispatcher::RunRound(ForwardState& s, FailoverPolicy& policy) {
   // Deadlines adapted to what each holder is expected to take, except in the last round.
   std::vector<Call> calls =
       MakeCalls(std::move(plan.batches), s.in, s.opt, /*adaptive=*/!policy.last_round(), /*round_local=*/false);
+  HedgePolicy hedge;
+  hedge.after = [&](const Call& c) {
+    return stats_.HedgeAfter(c.batch.node_id, c.batch.rows, s.opt.hedge_factor, s.opt.hedge_min);
+  };
+  hedge.make = [&](const Call& c) -> std::optional<Call> {
+    // The same experts, never on that holder again in this hedge.
+    std::set<FailoverPolicy::ItemKey> excluded = policy.excluded_items();
+    for (const PlanItem& it : c.batch.items) excluded.insert({c.batch.node_id, it.layer, it.expert});
+    Plan p = PlanWith(s.in.model, c.batch.items, s.live, excluded);
+    if (p.batches.size() != 1 || !p.unheld.empty() || p.batches[0].transport == Transport::kLocal)
+      return std::nullopt;
+    std::vector<Call> h = MakeCalls(std::move(p.batches), s.in, s.opt, !policy.last_round(), false);
+    return std::move(h[0]);
+  };
   const auto t_exec = Clock::now();
-  RunCalls(calls);
+  RunCalls(calls, s.opt.hedge ? &hedge : nullptr);
   s.report.exec_ms += MsSince(t_exec);
 
   std::vector<CallOutcome> outcomes;
-  for (const Call& c : calls) outcomes.push_back(c.Outcome());
+  for (const Call& c : calls) {
+    if (c.hedge) ++hedges_sent_;
+    if (c.hedge && !c.lost) ++hedges_won_;
+    if (!c.lost) outcomes.push_back(c.Outcome());
+  }
   const RoundDecision decision = policy.OnResults(outcomes, Clock::now());
   for (const HolderBan& b : decision.bans) Ban(b);
   // The answered rows into their slots.
   const size_t d = static_cast<size_t>(s.in.d_model);
   for (Call& c : calls) {
     s.report.calls.push_back(ReportCall(c, round, s.start));
-    if (!c.resp || c.resp->error) continue;
+    if (c.lost || !c.resp || c.resp->error) continue;
     for (const ExecResult& r : c.resp->experts) {
       if (!decision.done.count(r.expert)) continue;
       const runtime::ExpertTokens& toks = s.by_expert.at(r.expert);
@@ -213,8 +233,8 @@ std::vector<Call> Dispatcher::MakeCalls(std::vector<HolderBatch> batches, const 
   return calls;
 }
 
-void Dispatcher::RunCalls(std::vector<Call>& calls) {
-  dispatch::RunCalls(calls, [this](Transport t) { return ExecutorFor(t); }, stats_, *call_pool_);
+void Dispatcher::RunCalls(std::vector<Call>& calls, const HedgePolicy* hedge) {
+  dispatch::RunCalls(calls, [this](Transport t) { return ExecutorFor(t); }, stats_, *call_pool_, hedge);
 }
 
 void Dispatcher::Ban(const HolderBan& ban) {
@@ -230,6 +250,8 @@ Dispatcher::Counters Dispatcher::counters() const {
   c.spot_skipped = spot_skipped_;
   c.bans_failure = bans_failure_;
   c.bans_wrong_output = bans_wrong_output_;
+  c.hedges_sent = hedges_sent_;
+  c.hedges_won = hedges_won_;
   return c;
 }
 

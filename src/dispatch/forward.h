@@ -11,6 +11,11 @@
 //   3. runs every batch at once through the executor of its transport
 //      (exec_calls.h: remote batches on the dispatcher's call pool, the local
 //      one on the calling thread; no thread is created per call),
+//   3b. hedges a remote call that runs past its holder's recent p99 (times
+//      ForwardOptions::hedge_factor): the same batch to another replica, the
+//      first good answer wins and the other call is cancelled
+//      (exec_calls.h HedgePolicy), so a frozen or slow holder costs about
+//      one p99 rather than its deadline;
 //   4. re-plans what failed onto other replicas (failover.h decides): a
 //      holder whose call failed (transport error, deadline, malformed
 //      answer) is banned for `ban`; an expert a holder answered with an error
@@ -74,6 +79,13 @@ struct ForwardOptions {
   std::chrono::milliseconds min_timeout{1000};
   double timeout_factor = 20;
   std::chrono::milliseconds ban{5000};              // a failed holder sits out this long
+  // Hedged calls (exec_calls.h HedgePolicy): a remote call still running
+  // hedge_factor x its holder's recent p99 (HolderStatsTable::HedgeAfter,
+  // at least hedge_min) after it left is sent to another replica as well
+  // when one holder can take all of its experts; the first good answer wins.
+  bool hedge = true;
+  double hedge_factor = 1.5;
+  std::chrono::microseconds hedge_min{5000};
   RowType dtype = RowType::kF32;                    // rows on the wire
   SpotCheckOptions spot_check;                      // off by default (fraction 0)
 };
@@ -97,7 +109,8 @@ struct DispatcherOptions {
   size_t call_threads = 16;
 };
 
-struct Call;  // exec_calls.h
+struct Call;         // exec_calls.h
+struct HedgePolicy;  // exec_calls.h
 
 class Dispatcher {
  public:
@@ -134,6 +147,7 @@ class Dispatcher {
     uint64_t spot_agree = 0, spot_mismatch = 0, spot_inconclusive = 0, spot_skipped = 0;
     uint64_t bans_failure = 0;       // a call failed (transport, deadline, malformed answer)
     uint64_t bans_wrong_output = 0;  // caught by a spot check
+    uint64_t hedges_sent = 0, hedges_won = 0;
   };
   Counters counters() const;
   const std::string& self_node_id() const { return sources_.self_node_id; }
@@ -147,7 +161,7 @@ class Dispatcher {
   // The calls of `batches`, requests filled, deadlines set.
   std::vector<Call> MakeCalls(std::vector<HolderBatch> batches, const ForwardInput& in, const ForwardOptions& opt,
                               bool adaptive, bool round_local);
-  void RunCalls(std::vector<Call>& calls);
+  void RunCalls(std::vector<Call>& calls, const HedgePolicy* hedge = nullptr);
   void Ban(const HolderBan& ban);
   // Step 6 of Forward (spot_check_runner.h): the experts whose rows were
   // lost (a holder lied and no replica recomputed them).
@@ -159,6 +173,7 @@ class Dispatcher {
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<uint64_t> spot_agree_{0}, spot_mismatch_{0}, spot_inconclusive_{0}, spot_skipped_{0};
   std::atomic<uint64_t> bans_failure_{0}, bans_wrong_output_{0};
+  std::atomic<uint64_t> hedges_sent_{0}, hedges_won_{0};
   // Remote calls run here. Last member: destroyed (its threads joined) first.
   std::unique_ptr<ThreadPool> call_pool_;
 };

@@ -22,6 +22,8 @@ json CallToJson(const HolderCall& c) {
             {"network_ms", std::max(0.0, c.rtt_ms - c.compute_ms)},
             {"failed_experts", c.failed_experts}};
   if (c.error) h["error"] = c.error->ToString();
+  if (c.hedge) h["hedge"] = true;
+  if (c.lost) h["lost"] = true;
   return h;
 }
 

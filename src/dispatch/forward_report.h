@@ -29,6 +29,8 @@ struct HolderCall {
   double compute_ms = 0;  // as the holder reports it
   std::optional<Error> error;  // call failed (holder banned) or whole-request error
   int failed_experts = 0;      // per-expert errors in an answered call
+  bool hedge = false;          // sent as the hedge of a slow call (exec_calls.h)
+  bool lost = false;           // the loser of a hedged pair: cancelled, not used
 };
 
 struct DroppedItem {

@@ -30,6 +30,12 @@ void HolderStatsTable::End(const std::string& node, uint64_t rows, bool ok, doub
   (void)compute_ms;
   const double x = static_cast<double>(rows), y = std::max(0.0, rtt_ms);
   const bool stale = now - e.last_sample > stale_after_;
+  if (e.s.measured && !stale) {
+    const double fitted = e.s.rtt_ms + (e.s.rows_per_s > 0 ? x / e.s.rows_per_s * 1000.0 : 0.0);
+    if (fitted > 0) e.ratios[e.n_ratios++ % kRatioWindow] = static_cast<float>(y / fitted);
+  } else {
+    e.n_ratios = 0;
+  }
   e.last_sample = now;
   if (!e.s.measured || stale) {
     e.fit = Fit{x, y, x * x, x * y};
@@ -51,6 +57,28 @@ void HolderStatsTable::End(const std::string& node, uint64_t rows, bool ok, doub
   }
   e.s.rtt_ms = base;
   e.s.rows_per_s = per_row > 0 ? 1000.0 / per_row : 0;
+}
+
+void HolderStatsTable::Abandon(const std::string& node, uint64_t rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = holders_[node];
+  e.s.rows_queued = std::max(0.0, e.s.rows_queued - static_cast<double>(rows));
+}
+
+std::optional<std::chrono::microseconds> HolderStatsTable::HedgeAfter(const std::string& node, uint64_t rows,
+                                                                      double factor, std::chrono::microseconds floor,
+                                                                      TimePoint now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = holders_.find(node);
+  if (it == holders_.end()) return std::nullopt;
+  const Entry& e = it->second;
+  if (!e.s.measured || now - e.last_sample > stale_after_ || e.n_ratios < kMinRatioSamples) return std::nullopt;
+  const size_t n = std::min(e.n_ratios, kRatioWindow);
+  const float worst = *std::max_element(e.ratios.begin(), e.ratios.begin() + n);
+  const double fitted_ms =
+      e.s.rtt_ms + (e.s.rows_per_s > 0 ? static_cast<double>(rows) / e.s.rows_per_s * 1000.0 : 0.0);
+  const double us = factor * std::max(1.0f, worst) * fitted_ms * 1000.0;
+  return std::max(floor, std::chrono::microseconds(static_cast<int64_t>(us)));
 }
 
 void HolderStatsTable::Ban(const std::string& node, TimePoint until) {

@@ -29,7 +29,9 @@
 // Thread-safety: every method may be called from any thread (one mutex).
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -57,6 +59,20 @@ class HolderStatsTable {
   // ignored.
   void End(const std::string& node, uint64_t rows, bool ok, double rtt_ms, double compute_ms,
            TimePoint now = std::chrono::steady_clock::now());
+
+  // Rows sent to `node` whose call was abandoned (a hedge that lost):
+  // no longer queued, no sample, not an error.
+  void Abandon(const std::string& node, uint64_t rows);
+  // How long a call of `rows` rows to `node` may run before it is hedged
+  // (exec_calls.h): `factor` x the p99 of its recent calls' times, scaled
+  // to `rows` — the fitted time of `rows` rows x the largest ratio of a
+  // call's time to its fitted time over the last kRatioWindow calls (with
+  // 32 samples the largest is the ~p97-p99) — at least `floor`. nullopt
+  // while the holder is unmeasured or has fewer than kMinRatioSamples.
+  static constexpr size_t kRatioWindow = 32, kMinRatioSamples = 8;
+  std::optional<std::chrono::microseconds> HedgeAfter(const std::string& node, uint64_t rows, double factor,
+                                                      std::chrono::microseconds floor,
+                                                      TimePoint now = std::chrono::steady_clock::now()) const;
 
   // Keeps `node` out of plans until `until` (extends, never shortens).
   void Ban(const std::string& node, TimePoint until);
@@ -91,6 +107,8 @@ class HolderStatsTable {
     uint64_t calls = 0, errors = 0;
     TimePoint banned_until{};
     TimePoint last_sample{};
+    std::array<float, kRatioWindow> ratios{};  // call time / fitted time, a ring
+    size_t n_ratios = 0;                       // samples ever (index of the next: n % window)
   };
   const double alpha_;
   const std::chrono::milliseconds stale_after_;

@@ -15,6 +15,16 @@ QuicExecutor::QuicExecutor(quic::QuicClient* client, std::shared_ptr<Executor> f
 
 Result<ExecResponse> QuicExecutor::Exec(const HolderTarget& target, const ExecRequest& req,
                                         std::chrono::milliseconds timeout) {
+  return Run(target, req, timeout, nullptr);
+}
+
+Result<ExecResponse> QuicExecutor::ExecCancellable(const HolderTarget& target, const ExecRequest& req,
+                                                   std::chrono::milliseconds timeout, CancelToken& cancel) {
+  return Run(target, req, timeout, &cancel);
+}
+
+Result<ExecResponse> QuicExecutor::Run(const HolderTarget& target, const ExecRequest& req,
+                                       std::chrono::milliseconds timeout, CancelToken* cancel) {
   if (target.transport != Transport::kQuic)
     return Error::InvalidArgument("QuicExecutor got a {} target", TransportName(target.transport));
   auto t0 = std::chrono::steady_clock::now();
@@ -27,6 +37,7 @@ Result<ExecResponse> QuicExecutor::Exec(const HolderTarget& target, const ExecRe
   // one that sends more than the request can produce is cut off.
   o.total_timeout = timeout;
   o.max_response_bytes = ExecResponseBoundBytes(req) + (64u << 10);  // + an RPC error reply's message
+  o.cancel = cancel;
   ++quic_calls_;
   Bytes frame = EncodeExecRequest(req);
   auto reply = client_->Request(peer, quic::kExecAlpn, frame, o);
@@ -39,7 +50,7 @@ Result<ExecResponse> QuicExecutor::Exec(const HolderTarget& target, const ExecRe
   bool transport = e.code() == ErrorCode::kUnavailable || e.code() == ErrorCode::kDeadlineExceeded;
   std::string url = transport && fallback_ && http_endpoint_of_ ? http_endpoint_of_(target.node_id) : "";
   auto left = timeout - std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-  if (url.empty() || left <= std::chrono::milliseconds(0)) return e;
+  if (url.empty() || left <= std::chrono::milliseconds(0) || (cancel && cancel->cancelled())) return e;
   ++fallbacks_;
   spdlog::warn("exec on {} over QUIC failed ({}); falling back to HTTP {}", peer.ToString(), e.message(), url);
   return fallback_->Exec({target.node_id, Transport::kHttp, url}, req, left);

@@ -39,6 +39,9 @@ class QuicExecutor : public Executor {
 
   Result<ExecResponse> Exec(const HolderTarget& target, const ExecRequest& req,
                             std::chrono::milliseconds timeout) override;
+  // Resets the call's stream when `cancel` fires (no HTTP fallback then).
+  Result<ExecResponse> ExecCancellable(const HolderTarget& target, const ExecRequest& req,
+                                       std::chrono::milliseconds timeout, CancelToken& cancel) override;
 
   uint64_t quic_calls() const { return quic_calls_; }
   uint64_t fallbacks() const { return fallbacks_; }
@@ -48,6 +51,8 @@ class QuicExecutor : public Executor {
   std::shared_ptr<Executor> fallback_;
   HttpEndpointOf http_endpoint_of_;
   std::chrono::milliseconds connect_timeout_;
+  Result<ExecResponse> Run(const HolderTarget& target, const ExecRequest& req, std::chrono::milliseconds timeout,
+                           CancelToken* cancel);
   std::atomic<uint64_t> quic_calls_{0}, fallbacks_{0};
 };
 

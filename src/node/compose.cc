@@ -129,7 +129,8 @@ Result<void> ComposeNode(Node& node, NodeParts* out) {
   *swarm_link = p.swarm;
   p.runner = MakeNodeExpertRunner(p.runtime, &node.pool());
   p.exec_options = NodeExecOptions(cfg, p.swarm->agent);
-  p.dispatcher = MakeNodeDispatcher(p.runtime, p.swarm->agent, p.runner, p.exec_options, p.quic);
+  p.dispatcher = MakeNodeDispatcher(p.runtime, p.swarm->agent, p.runner, p.exec_options, p.quic,
+                                     cfg.quic_http_fallback);
   node.Keep(p.store);
   node.Keep(p.trust);
   node.Keep(p.runtime);

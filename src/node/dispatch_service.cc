@@ -162,7 +162,7 @@ std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder:
                                                          std::shared_ptr<swarm::SwarmAgent> agent,
                                                          std::shared_ptr<dispatch::ExpertRunner> runner,
                                                          dispatch::ExecServeOptions exec_options,
-                                                         std::shared_ptr<QuicState> quic) {
+                                                         std::shared_ptr<QuicState> quic, bool quic_http_fallback) {
   // HTTP URL of every holder the planner saw: the QUIC executor's fallback.
   struct HttpUrls {
     std::mutex mu;
@@ -194,7 +194,8 @@ std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder:
   auto local = std::make_shared<LocalExec>(std::move(runner), std::move(exec_options));
   auto http = std::make_shared<dispatch::HttpExecutor>();
   // QUIC for holders that advertise it (when this node runs an endpoint),
-  // falling back to HTTP when the QUIC call itself fails.
+  // falling back to HTTP when the QUIC call itself fails only with
+  // --quic-http-fallback (it would downgrade an authenticated channel).
   // The executor keeps the node's QUIC state (endpoint and client) alive.
   struct QuicExec : dispatch::QuicExecutor {
     QuicExec(std::shared_ptr<QuicState> q, std::shared_ptr<dispatch::Executor> fallback,
@@ -204,7 +205,7 @@ std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder:
   };
   std::shared_ptr<dispatch::Executor> quic_exec;
   if (quic && quic->client) {
-    quic_exec = std::make_shared<QuicExec>(std::move(quic), http, [urls](const std::string& node_id) {
+    quic_exec = std::make_shared<QuicExec>(std::move(quic), quic_http_fallback ? http : nullptr, [urls](const std::string& node_id) {
       std::lock_guard<std::mutex> lock(urls->mu);
       auto it = urls->by_node.find(node_id);
       return it == urls->by_node.end() ? std::string() : it->second;

@@ -33,13 +33,14 @@ class Node;
 
 // The node's Dispatcher: self id and live declarations from `agent`, own
 // experts from `rt`, executors local (`runner` with `exec_options`), HTTP,
-// and QUIC (dispatch::QuicExecutor over `quic`'s client, HTTP fallback) when
-// `quic` is set. Its holder stats persist across forwards.
+// and QUIC (dispatch::QuicExecutor over `quic`'s client; HTTP fallback only
+// with `quic_http_fallback`) when `quic` is set. Its holder stats persist across forwards.
 std::shared_ptr<dispatch::Dispatcher> MakeNodeDispatcher(std::shared_ptr<holder::ExpertRuntime> rt,
                                                          std::shared_ptr<swarm::SwarmAgent> agent,
                                                          std::shared_ptr<dispatch::ExpertRunner> runner,
                                                          dispatch::ExecServeOptions exec_options,
-                                                         std::shared_ptr<QuicState> quic);
+                                                         std::shared_ptr<QuicState> quic,
+                                                         bool quic_http_fallback = false);
 
 // The routes above over `rt` (gates, shared experts) and `d`.
 Result<void> AddDispatchService(Node& node, std::shared_ptr<holder::ExpertRuntime> rt,

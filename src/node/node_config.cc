@@ -256,6 +256,12 @@ const std::vector<NodeConfigKey> kKeys = {
        if (c.quic_inflight_bytes == 0) return Error::InvalidArgument("must be positive");
        return Ok();
      }},
+    {"quic_http_fallback", "Retry an exec call whose QUIC call failed over the holder's HTTP endpoint (true|false; "
+                           "default false: it leaves the authenticated channel)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.quic_http_fallback, ParseBool(v));
+       return Ok();
+     }},
     {"quic_max_inflight_bytes_per_ip", "QUIC request bytes the node holds at once from one IP address (e.g. 64MiB)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(c.quic_inflight_bytes_per_ip, ParseByteSize(v));

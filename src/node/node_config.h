@@ -50,6 +50,7 @@ struct NodeConfig {
   uint64_t max_inflight_body_bytes = 256ull << 20;  // request bodies held at once, per listener (over: 503)
   uint64_t quic_inflight_bytes = 256ull << 20;         // QUIC request bytes held at once (over: stream reset)
   uint64_t quic_inflight_bytes_per_ip = 64ull << 20;   // of those, from one IP address
+  bool quic_http_fallback = false;  // retry a failed QUIC exec call over the holder's HTTP endpoint
   double peer_prefix_multiple = 4;      // one IP prefix (IPv4 /24, IPv6 /56) may use this many peers' rate; 0 = off
   uint64_t public_body_bytes = 4ull << 20;  // body limit of public routes other than exec (max_body_bytes)
   double spot_check_fraction = 0.05;    // of remote expert results re-run elsewhere (dispatch/spot_check.h)

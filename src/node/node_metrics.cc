@@ -80,16 +80,23 @@ class Counting : public dispatch::Executor {
       : inner_(std::move(inner)), transport_(std::move(transport)) {}
   Result<dispatch::ExecResponse> Exec(const dispatch::HolderTarget& target, const dispatch::ExecRequest& req,
                                       std::chrono::milliseconds timeout) override {
+    return Count(req, inner_->Exec(target, req, timeout));
+  }
+  Result<dispatch::ExecResponse> ExecCancellable(const dispatch::HolderTarget& target,
+                                                 const dispatch::ExecRequest& req, std::chrono::milliseconds timeout,
+                                                 CancelToken& cancel) override {
+    return Count(req, inner_->ExecCancellable(target, req, timeout, cancel));
+  }
+
+ private:
+  Result<dispatch::ExecResponse> Count(const dispatch::ExecRequest& req, Result<dispatch::ExecResponse> r) {
     uint64_t sent = 0, received = 0;
     for (const auto& b : req.experts) sent += b.rows.size() * dispatch::RowTypeBytes(req.dtype);
-    auto r = inner_->Exec(target, req, timeout);
     if (r)
       for (const auto& e : r->experts) received += e.rows.size() * dispatch::RowTypeBytes(r->dtype);
     ProcessMetrics().AddBytes(transport_, "exec", sent, received);
     return r;
   }
-
- private:
   std::shared_ptr<dispatch::Executor> inner_;
   std::string transport_;
 };

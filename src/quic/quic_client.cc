@@ -22,6 +22,7 @@ struct StreamChannel {
   std::optional<Error> error;         // the stream failed
   bool closed = false;                // the loop-side stream is gone
   bool abandoned = false;             // the reader gave up
+  bool cancelled = false;             // CallOptions::cancel fired
   std::weak_ptr<Connection> conn;     // set once the stream is open
   int64_t stream_id = -1;
 
@@ -102,11 +103,12 @@ Result<Bytes> StreamReader::Next() {
   const auto now = std::chrono::steady_clock::now();
   const bool total_first = deadline_ - now < timeout_;
   const auto until = total_first ? deadline_ : now + timeout_;
-  bool ready = ch_->cv.wait_until(lock, until, [&] { return !ch_->chunks.empty() || ch_->fin || ch_->error; });
+  bool ready = ch_->cv.wait_until(lock, until, [&] { return !ch_->chunks.empty() || ch_->fin || ch_->error || ch_->cancelled; });
   if (!ready && total_first)
     return Error::DeadlineExceeded("the QUIC call ran past its total deadline (after {} bytes)", read_);
   if (!ready)
     return Error::DeadlineExceeded("no data from the QUIC peer for {} ms (after {} bytes)", timeout_.count(), read_);
+  if (ch_->cancelled) return Error::Unavailable("QUIC call cancelled (after {} bytes)", read_);
   if (!ch_->chunks.empty()) {
     // Hand back everything queued (up to 1 MiB) in one piece: one wake-up
     // and one flow-control update per batch of packets.
@@ -198,6 +200,24 @@ Result<std::unique_ptr<StreamReader>> QuicClient::OpenStream(const PeerAddr& pee
                 });
   });
   const auto connect_until = deadline - start < options.connect_timeout ? deadline : start + options.connect_timeout;
+  if (options.cancel) {
+    // A cancelled call wakes its reader (below) at once; while connecting it
+    // is checked every few milliseconds.
+    options.cancel->OnCancel([ch] {
+      std::lock_guard<std::mutex> lock(ch->mu);
+      ch->cancelled = true;
+      ch->cv.notify_all();
+    });
+    while (fut.wait_for(std::chrono::milliseconds(2)) != std::future_status::ready &&
+           std::chrono::steady_clock::now() < connect_until && !options.cancel->cancelled()) {
+    }
+    if (options.cancel->cancelled() && fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      std::lock_guard<std::mutex> lock(ch->mu);
+      ch->abandoned = true;
+      if (ch->stream_id >= 0) ch->WithStream([](Stream& s) { s.Reset(kStreamCancelled); });
+      return Error::Unavailable("QUIC call to {} cancelled", peer.ToString());
+    }
+  }
   if (fut.wait_until(connect_until) != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(ch->mu);
     ch->abandoned = true;

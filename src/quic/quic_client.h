@@ -31,6 +31,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "core/bytes.h"
+#include "core/cancel.h"
 #include "core/result.h"
 #include "net/url.h"
 #include "quic/endpoint.h"
@@ -52,6 +53,9 @@ struct CallOptions {
   // read_timeout) still ends here: kDeadlineExceeded naming the deadline.
   std::chrono::milliseconds total_timeout{0};
   uint64_t max_response_bytes = 256ull << 20;        // Request() only
+  // When given and cancelled, the call ends at once (kUnavailable,
+  // "cancelled") and its stream is reset. Must outlive the call.
+  CancelToken* cancel = nullptr;
 };
 
 struct StreamChannel;  // shared by a StreamReader and its loop-side handler

@@ -5,6 +5,10 @@
 // in-memory experts and every remote call goes through the encoded frames.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -47,7 +51,7 @@ const Weights& W() {
   return w;
 }
 
-enum class Mode { kOk, kDown, kCorrupt, kWholeError, kHang };
+enum class Mode { kOk, kDown, kCorrupt, kWholeError, kHang, kFrozen };
 
 // Remote holders: frames encoded, served by ServeExec, decoded.
 class FakeNetwork : public Executor {
@@ -56,7 +60,26 @@ class FakeNetwork : public Executor {
     std::unique_ptr<MemoryRunner> runner;
     Mode mode = Mode::kOk;
     int calls = 0;
+    std::atomic<int> cancelled{0};  // kFrozen calls ended by their CancelToken
   };
+  // kFrozen: no answer until the call is cancelled or its deadline passes.
+  Result<ExecResponse> ExecCancellable(const HolderTarget& t, const ExecRequest& req,
+                                       std::chrono::milliseconds timeout, CancelToken& cancel) override {
+    Holder& h = holders_.at(t.node_id);
+    if (h.mode != Mode::kFrozen) return Exec(t, req, timeout);
+    ++h.calls;
+    auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
+    cancel.OnCancel([state] {
+      std::lock_guard<std::mutex> l(state->first);
+      state->second.notify_all();
+    });
+    std::unique_lock<std::mutex> l(state->first);
+    if (state->second.wait_for(l, timeout, [&] { return cancel.cancelled(); })) {
+      ++h.cancelled;
+      return Error::Unavailable("cancelled");
+    }
+    return Error::DeadlineExceeded("no answer in {} ms", timeout.count());
+  }
   Holder& Add(const std::string& id, const std::vector<int>& experts) {
     Holder& h = holders_[id];
     h.runner = std::make_unique<MemoryRunner>(kModel, nullptr);
@@ -261,6 +284,92 @@ TEST(ForwardTest, AMeasuredHolderThatHangsCostsTheAdaptiveTimeoutOnly) {
     EXPECT_GE(took, std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(hit) << "no forward called the hung holder in 8 tries";
+}
+
+// Hedged calls: A and B both hold every remote expert; A, used and measured
+// by a dozen forwards, freezes (no answer, no error: its transport notices
+// nothing). The next forward sends A's batch to B once A's call runs past
+// 1.5 x its recent p99 (at least 5 ms), takes B's answer and cancels A's
+// call — one round, about a p99 plus B's time, not A's 10 s deadline.
+TEST(ForwardTest, AFrozenHolderIsHedgedOnAReplicaAndItsCallCancelled) {
+  auto net = std::make_shared<FakeNetwork>();
+  MemoryRunner self_runner{kModel, nullptr};
+  std::set<std::pair<int, int>> local;
+  for (int e : {0, 1}) {
+    self_runner.Add(0, e, &W().experts[e]);
+    local.insert({0, e});
+  }
+  std::vector<swarm::Declaration> live = {Decl(kA, {2, 3, 4, 5, 6, 7}), Decl(kB, {2, 3, 4, 5, 6, 7})};
+  net->Add(kA, {2, 3, 4, 5, 6, 7});
+  net->Add(kB, {2, 3, 4, 5, 6, 7});
+  Dispatcher::Sources src;
+  src.self_node_id = kSelf;
+  src.live = [&](const std::string&) -> Result<std::vector<swarm::Declaration>> { return live; };
+  src.local = [&](const std::string&) { return local; };
+  Dispatcher d(src, std::make_shared<LocalExecutor>(self_runner, ExecServeOptions{}), net);
+  Case c;
+  ForwardOptions o;
+  o.holder_timeout = std::chrono::seconds(20);
+  o.min_timeout = std::chrono::seconds(10);
+  std::vector<float> out(kTok * kEmbd);
+  // Warm up (no hedging) until the holder the planner would ask next has
+  // enough samples for a p99 (bounded).
+  std::vector<TokenRoute> routes;
+  for (int t = 0; t < kTok; ++t) {
+    TokenRoute tr{t, {}};
+    for (const auto& e : c.routing[t].experts) tr.experts.push_back({0, e.expert, e.weight, true});
+    routes.push_back(tr);
+  }
+  ForwardOptions warm = o;
+  warm.hedge = false;
+  std::string used;
+  for (int i = 0; i < 40 && used.empty(); ++i) {
+    auto plan = d.PlanWork(kModel, GroupByExpert(routes));
+    ASSERT_TRUE(plan);
+    for (const HolderBatch& b : plan->batches)
+      if (b.transport != Transport::kLocal && d.stats().HedgeAfter(b.node_id, b.rows, o.hedge_factor, o.hedge_min))
+        used = b.node_id;
+    if (used.empty()) ASSERT_TRUE(d.Forward(c.Input(), warm, out.data()));
+  }
+  ASSERT_FALSE(used.empty()) << "no holder measured enough in 40 forwards";
+  const std::string other = used == kA ? kB : kA;
+
+  net->holders_[used].mode = Mode::kFrozen;
+  const int used_before = net->holders_[used].calls;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = d.Forward(c.Input(), o, out.data());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_TRUE(BitEqual(out, c.want));
+  EXPECT_EQ(net->holders_[used].calls, used_before + 1);
+  EXPECT_EQ(r->rounds, 1);
+  EXPECT_LT(took, std::chrono::seconds(3)) << "hedged, not the 10 s adaptive deadline";
+  int won = 0, lost = 0;
+  for (const HolderCall& hc : r->calls) {
+    if (hc.hedge && !hc.lost) {
+      ++won;
+      EXPECT_EQ(hc.target.node_id, other);
+      EXPECT_FALSE(hc.error.has_value());
+    }
+    if (hc.lost) {
+      ++lost;
+      EXPECT_EQ(hc.target.node_id, used);
+      EXPECT_FALSE(hc.hedge);
+    }
+  }
+  EXPECT_EQ(won, 1);
+  EXPECT_EQ(lost, 1);
+  // The loser's call was cancelled, and the holder is not banned for it.
+  for (int i = 0; i < 100 && net->holders_[used].cancelled == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(net->holders_[used].cancelled, 1);
+  EXPECT_EQ(d.stats().Banned(std::chrono::steady_clock::now()).count(used), 0u);
+  EXPECT_GE(d.counters().hedges_won, 1u);
+  // Its slow call counted as a sample: the next plan prefers the replica.
+  net->holders_[used].mode = Mode::kOk;
+  const int used_after = net->holders_[used].calls;
+  ASSERT_TRUE(d.Forward(c.Input(), o, out.data()));
+  EXPECT_EQ(net->holders_[used].calls, used_after);
 }
 
 TEST(ForwardTest, PerExpertErrorRetriesElsewhereWithoutBan) {
