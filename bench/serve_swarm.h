@@ -132,7 +132,8 @@ inline std::unique_ptr<Swarm> StartSwarm(const SwarmOptions& opt) {
   so.experts = kExperts;
   so.n_vocab = kVocab;
   so.tokenizer = true;
-  if (auto w = tenzro::model::WriteSyntheticModel(*shape, so, gguf); !w) Die("synthetic model: " + w.error().ToString());
+  if (auto w = tenzro::model::WriteSyntheticModel(*shape, so, gguf); !w)
+    Die("synthetic model: " + w.error().ToString());
 
   CatalogAdd(s.tmp.Join("n0"), gguf);
   if (opt.reference) {

@@ -412,104 +412,110 @@ class WanRelay::Impl {
   }
 
   // ---- the loop ----
+  enum Kind : uint8_t { kWake, kListen, kConn, kSession };
+  struct Ref {
+    Kind kind;
+    size_t index;
+    uint64_t id;
+  };
+
+  // Writes every due byte, drops finished connections; the next release
+  // time that no POLLOUT will announce (Time::max() if none). blocked_[2i+d]:
+  // connection i's direction d waits for POLLOUT.
+  Time DeliverDue(Time now) {
+    UdpDeliver(now);
+    Time next = Time::max();
+    blocked_.assign(conns_.size() * 2, false);
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      TcpConn& c = *conns_[i];
+      for (int d : {kToTarget, kToClient}) {
+        if (!c.dead) blocked_[2 * i + d] = TcpWrite(c, d, now);
+        if (!c.pipe[d].q.empty() && !blocked_[2 * i + d]) next = std::min(next, c.pipe[d].q.front().release);
+      }
+    }
+    for (size_t i = conns_.size(); i-- > 0;) {
+      TcpConn& c = *conns_[i];
+      if (c.dead || (c.pipe[0].shut && c.pipe[1].shut)) {
+        CloseConn(c);
+        conns_.erase(conns_.begin() + static_cast<ptrdiff_t>(i));
+        const auto b = blocked_.begin() + static_cast<ptrdiff_t>(2 * i);
+        blocked_.erase(b, b + 2);
+      }
+    }
+    if (!udp_q_.empty()) next = std::min(next, udp_q_.top().release);
+    return next;
+  }
+
+  void BuildPollSet() {
+    pfds_.clear();
+    refs_.clear();
+    pfds_.push_back({wake_, POLLIN, 0});
+    refs_.push_back({kWake, 0, 0});
+    for (size_t i = 0; i < listeners_.size(); ++i) {
+      pfds_.push_back({listeners_[i].fd, POLLIN, 0});
+      refs_.push_back({kListen, i, 0});
+    }
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      TcpConn& c = *conns_[i];
+      for (int d : {kToTarget, kToClient}) {
+        // Socket fd[d] is read for direction 1-d and written for direction d.
+        short ev = 0;
+        if (!c.pipe[1 - d].eof && queued_[1 - d] < opt_.max_queue_bytes) ev |= POLLIN;
+        if (blocked_[2 * i + d]) ev |= POLLOUT;
+        // Nothing to wait for: fd -1, so a hung-up socket does not spin.
+        pfds_.push_back({ev ? c.fd[d] : -1, ev, 0});
+        refs_.push_back({kConn, i, static_cast<uint64_t>(d)});
+      }
+    }
+    for (auto& [id, s] : sessions_) {
+      pfds_.push_back({s.fd, POLLIN, 0});
+      refs_.push_back({kSession, 0, id});
+    }
+  }
+
+  void HandleEvents(Time now) {
+    for (size_t k = 0; k < pfds_.size(); ++k) {
+      const short re = pfds_[k].revents;
+      if (!re) continue;
+      const Ref& r = refs_[k];
+      switch (r.kind) {
+        case kWake: {
+          uint64_t v;
+          (void)!read(wake_, &v, sizeof v);
+          break;
+        }
+        case kListen:
+          if (listeners_[r.index].proto == WanProto::kTcp) Accept(listeners_[r.index]);
+          else UdpFromClient(r.index, now);
+          break;
+        case kConn:
+          // POLLOUT needs nothing here: the next DeliverDue writes.
+          if (re & (POLLIN | POLLHUP | POLLERR)) TcpRead(*conns_[r.index], 1 - static_cast<int>(r.id), now);
+          break;
+        case kSession:
+          if (auto it = sessions_.find(r.id); it != sessions_.end()) UdpFromTarget(r.id, it->second, now);
+          break;
+      }
+    }
+  }
+
   void Loop() {
-    std::vector<pollfd> pfds;
-    enum Kind : uint8_t { kWake, kListen, kConn, kSession };
-    struct Ref {
-      Kind kind;
-      size_t index;
-      uint64_t id;
-    };
-    std::vector<Ref> refs;
     Time last_expire = Clock::now();
     while (!stop_.load()) {
       Time now = Clock::now();
-      UdpDeliver(now);
-      Time next = Time::max();
-      std::vector<bool> blocked(conns_.size() * 2, false);
-      for (size_t i = 0; i < conns_.size(); ++i) {
-        TcpConn& c = *conns_[i];
-        for (int d : {kToTarget, kToClient}) {
-          if (!c.dead) blocked[2 * i + d] = TcpWrite(c, d, now);
-          if (!c.pipe[d].q.empty() && !blocked[2 * i + d]) next = std::min(next, c.pipe[d].q.front().release);
-        }
-      }
-      // Drop finished or failed connections.
-      for (size_t i = conns_.size(); i-- > 0;) {
-        TcpConn& c = *conns_[i];
-        const bool done = c.pipe[0].shut && c.pipe[1].shut;
-        if (c.dead || done) {
-          CloseConn(c);
-          conns_.erase(conns_.begin() + static_cast<ptrdiff_t>(i));
-          blocked.erase(blocked.begin() + static_cast<ptrdiff_t>(2 * i), blocked.begin() + static_cast<ptrdiff_t>(2 * i + 2));
-        }
-      }
+      const Time next = DeliverDue(now);
       if (now - last_expire > std::chrono::seconds(1)) {
         ExpireSessions(now);
         last_expire = now;
       }
-      if (!udp_q_.empty()) next = std::min(next, udp_q_.top().release);
-
-      pfds.clear();
-      refs.clear();
-      pfds.push_back({wake_, POLLIN, 0});
-      refs.push_back({kWake, 0, 0});
-      for (size_t i = 0; i < listeners_.size(); ++i) {
-        pfds.push_back({listeners_[i].fd, POLLIN, 0});
-        refs.push_back({kListen, i, 0});
-      }
-      for (size_t i = 0; i < conns_.size(); ++i) {
-        TcpConn& c = *conns_[i];
-        for (int d : {kToTarget, kToClient}) {
-          // Socket fd[d] is read for direction 1-d and written for direction d.
-          short ev = 0;
-          if (!c.pipe[1 - d].eof && queued_[1 - d] < opt_.max_queue_bytes) ev |= POLLIN;
-          if (blocked[2 * i + d]) ev |= POLLOUT;
-          // Nothing to wait for: fd -1, so a hung-up socket does not spin.
-          pfds.push_back({ev ? c.fd[d] : -1, ev, 0});
-          refs.push_back({kConn, i, static_cast<uint64_t>(d)});
-        }
-      }
-      for (auto& [id, s] : sessions_) {
-        pfds.push_back({s.fd, POLLIN, 0});
-        refs.push_back({kSession, 0, id});
-      }
+      BuildPollSet();
       timespec ts{1, 0};  // at most 1 s, for the idle-session sweep
       if (next != Time::max()) {
         const auto wait = std::max(Clock::duration::zero(), next - Clock::now());
         const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
         if (ns < 1000000000) ts = {0, static_cast<long>(ns)};
       }
-      if (ppoll(pfds.data(), pfds.size(), &ts, nullptr) <= 0) continue;
-      now = Clock::now();
-      for (size_t k = 0; k < pfds.size(); ++k) {
-        const short re = pfds[k].revents;
-        if (!re) continue;
-        const Ref& r = refs[k];
-        switch (r.kind) {
-          case kWake: {
-            uint64_t v;
-            (void)!read(wake_, &v, sizeof v);
-            break;
-          }
-          case kListen:
-            if (listeners_[r.index].proto == WanProto::kTcp) Accept(listeners_[r.index]);
-            else UdpFromClient(r.index, now);
-            break;
-          case kConn: {
-            TcpConn& c = *conns_[r.index];
-            const int d = static_cast<int>(r.id);
-            if (re & (POLLIN | POLLHUP | POLLERR)) TcpRead(c, 1 - d, now);
-            // POLLOUT: the next pass of the loop writes.
-            break;
-          }
-          case kSession: {
-            auto it = sessions_.find(r.id);
-            if (it != sessions_.end()) UdpFromTarget(r.id, it->second, now);
-            break;
-          }
-        }
-      }
+      if (ppoll(pfds_.data(), pfds_.size(), &ts, nullptr) > 0) HandleEvents(Clock::now());
     }
     for (auto& c : conns_) CloseConn(*c);
     conns_.clear();
@@ -535,6 +541,9 @@ class WanRelay::Impl {
   std::map<uint64_t, uint64_t> by_addr_;
   uint64_t next_session_ = 0;
   std::priority_queue<UdpItem, std::vector<UdpItem>, std::greater<UdpItem>> udp_q_;
+  std::vector<bool> blocked_;
+  std::vector<pollfd> pfds_;
+  std::vector<Ref> refs_;
 
   // Shared with the callers of SetLinks / Stats.
   mutable std::mutex mu_;
