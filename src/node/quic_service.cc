@@ -114,9 +114,12 @@ Result<std::shared_ptr<QuicState>> AddQuicService(Node& node, std::shared_ptr<bl
                  }, rpc));
   st->client = std::make_unique<quic::QuicClient>(ep);
   net::Endpoint local = ep.local_endpoint();
-  if (IsWildcard(local.host)) {
-    std::string host = cfg.advertise;
-    if (host.empty()) host = node.http_endpoint().host;
+  // --advertise names the host peers reach this node at, as for the http
+  // endpoint (e.g. a relay in front of it), whatever the bind host.
+  if (!cfg.advertise.empty()) {
+    local.host = cfg.advertise;
+  } else if (IsWildcard(local.host)) {
+    std::string host = node.http_endpoint().host;
     if (IsWildcard(host)) host = "127.0.0.1";
     local.host = host;
   }
