@@ -81,10 +81,10 @@ class Counting : public dispatch::Executor {
   Result<dispatch::ExecResponse> Exec(const dispatch::HolderTarget& target, const dispatch::ExecRequest& req,
                                       std::chrono::milliseconds timeout) override {
     uint64_t sent = 0, received = 0;
-    for (const auto& b : req.experts) sent += b.rows.size() * dispatch::RowTypeBytes(req.dtype);
+    for (const auto& b : req.experts) sent += dispatch::RowBytesOnWire(req.dtype, b.rows.size());
     auto r = inner_->Exec(target, req, timeout);
     if (r)
-      for (const auto& e : r->experts) received += e.rows.size() * dispatch::RowTypeBytes(r->dtype);
+      for (const auto& e : r->experts) received += dispatch::RowBytesOnWire(r->dtype, e.rows.size());
     ProcessMetrics().AddBytes(transport_, "exec", sent, received);
     return r;
   }
