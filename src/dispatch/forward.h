@@ -74,7 +74,7 @@ struct ForwardOptions {
   std::chrono::milliseconds min_timeout{1000};
   double timeout_factor = 20;
   std::chrono::milliseconds ban{5000};              // a failed holder sits out this long
-  RowType dtype = RowType::kF32;                    // rows on the wire
+  RowType dtype = runtime::kDefaultWireDtype;       // rows on the wire (bf16)
   SpotCheckOptions spot_check;                      // off by default (fraction 0)
 };
 
