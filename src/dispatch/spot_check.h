@@ -23,7 +23,8 @@
 // the wire in bf16/f16 are rounded (inputs are rounded the same way for a
 // local re-run, see RoundRows), so the outputs differ by the output rounding
 // (bf16: 2^-9 relative per value, f16: 2^-12, q8_0: half a step of
-// amax/127 per block of 32, ~1% relative L2) — DefaultSpotTolerance covers
+// amax/127 per block of 32; measured against a local re-run: bf16 ~1.7e-3,
+// q8_0 ~6.3e-3 relative L2) — DefaultSpotTolerance covers
 // that with a margin; a lie worth telling is far above it.
 //
 // Pure functions; thread-safe.

@@ -377,7 +377,7 @@ TEST(SpotCheckForwardTest, HonestHalfPrecisionWiresAgreeUnderTheDefaultTolerance
 }
 
 TEST(SpotCheckForwardTest, ThisNodesOwnReRunDecidesAndSeesTheWireRounding) {
-  for (RowType t : {RowType::kF32, RowType::kBf16}) {
+  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kQ8_0}) {
     Swarm s({kA, kB}, /*local_later=*/true);
     s.net->holders_[kB].lies = true;
     Case c;
