@@ -234,6 +234,7 @@ Result<std::vector<float>> Demo::Forward(int layer, const std::vector<float>& hi
                {"n_tokens", static_cast<int64_t>(hidden.size()) / d_model},
                {"hidden_f32_b64", node::Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>(hidden.data()),
                                                               hidden.size() * sizeof(float)))}};
+  if (!local) body["wire_dtype"] = "f32";  // exact rows: the bit-for-bit check against the local forward
   TENZRO_TRY(*answer, Call(nodes_[0], "POST", local ? "/v1/moe/forward" : "/v1/moe/forward-distributed", body));
   TENZRO_TRY(Bytes raw, node::Base64Decode(answer->value("output_f32_b64", "")));
   if (raw.size() != hidden.size() * sizeof(float))

@@ -47,7 +47,9 @@ Result<bool> RunDemoGeneration(const std::string& model_dir) {
 
 Result<std::string> LocalChatText(const std::string& path, int max_tokens) {
   TENZRO_TRY(auto tok, tokenizer::LoadTokenizer(path));
-  TENZRO_TRY(auto engine, model::Engine::Open(path));
+  model::EngineOptions eo;
+  eo.wire_dtype = runtime::kDefaultWireDtype;  // as the node serves (serve_wire_dtype): the same bits
+  TENZRO_TRY(auto engine, model::Engine::Open(path, eo));
   std::vector<int32_t> prompt = tok->Encode(tokenizer::RenderChatMl({{"user", "Hi"}}, true));
   TENZRO_TRY(auto session, engine->NewSession(static_cast<int>(prompt.size()) + max_tokens));
   model::GenerateOptions o;

@@ -17,7 +17,9 @@ Result<bool> RunDemoGeneration(const std::string& model_dir);
 
 // The text the model at `path` generates all-local for the ChatML prompt of
 // one user message "Hi": greedy, `max_tokens` tokens, end-of-generation
-// tokens ignored (the reference the served streams are checked against).
+// tokens ignored, routed-expert rows rounded through the default wire dtype
+// as a node serving with its default serve_wire_dtype does (the reference the
+// served streams are checked against).
 Result<std::string> LocalChatText(const std::string& path, int max_tokens);
 
 }  // namespace tenzro::cli

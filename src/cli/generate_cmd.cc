@@ -8,8 +8,10 @@
 // answer arrives. Otherwise the whole model runs in-process
 // (model/engine.h): the spine and every routed expert from one checkpoint,
 // text streamed as it is produced (whole UTF-8 characters, stop strings held
-// back until they cannot match). Both give the same tokens and logits bit
-// for bit. Timings go to stderr. docs/cli.md, docs/engine.md.
+// back until they cannot match). Both round each routed expert's rows through
+// --wire-dtype (default bf16; runtime/wire_rows.h), so for the same dtype
+// they give the same tokens and logits bit for bit. Timings go to stderr.
+// docs/cli.md, docs/engine.md.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -30,6 +32,7 @@
 #include "model/stop_matcher.h"
 #include "node/runtime_service.h"
 #include "prepare/spine.h"
+#include "runtime/wire_rows.h"
 #include "tokenizer/chat_format.h"
 #include "tokenizer/load.h"
 #include "tokenizer/stream_decoder.h"
@@ -39,6 +42,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, chat, system, prompt_tokens, logits_out;
+  std::string wire_dtype{runtime::WireDtypeName(runtime::kDefaultWireDtype)};
   std::vector<std::string> stop;
   int max_tokens = 128;
   int threads = 0;
@@ -129,6 +133,7 @@ Result<void> PrintNodeAnswer(const GenerateArgs& a, const std::vector<int32_t>& 
                         {"decode_ms", r["decode_ms"]},
                         {"decode_tokens_per_s", r["decode_tokens_per_s"]},
                         {"executor", "swarm"},
+                        {"wire_dtype", r.value("wire_dtype", "")},
                         {"layers", r["layers"]}};
     if (r.contains("logits_rows")) j["logits_rows"] = r["logits_rows"];
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -160,7 +165,8 @@ Result<void> GenerateOnNode(const GenerateArgs& a, NodeClient& node, const NodeM
                          {"seed", s.seed},
                          {"stop", a.stop},
                          {"ignore_eos", a.ignore_eos},
-                         {"logits", !a.logits_out.empty()}};
+                         {"logits", !a.logits_out.empty()},
+                         {"wire_dtype", a.wire_dtype}};
   if (a.ctx > 0) body["ctx"] = a.ctx;
   if (!target.spine.empty()) body["spine"] = target.spine;
   TENZRO_TRY(nlohmann::json r, node.Post("/v1/model/generate", body));
@@ -169,6 +175,7 @@ Result<void> GenerateOnNode(const GenerateArgs& a, NodeClient& node, const NodeM
 
 Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
   if (a.think && a.no_think) return Error::InvalidArgument("--think and --no-think exclude each other");
+  TENZRO_TRY(runtime::WireDtype wire, runtime::ParseWireDtype(a.wire_dtype));
   TENZRO_TRY(std::string path, ResolveModelFile(g, a.model));
   TENZRO_TRY(auto tok, tokenizer::LoadTokenizer(path));
   TENZRO_TRY(std::vector<int32_t> prompt, PromptIds(a, *tok));
@@ -177,6 +184,7 @@ Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
   if (node) return GenerateOnNode(a, *node, *target, prompt);
   model::EngineOptions eo;
   eo.threads = a.threads;
+  eo.wire_dtype = wire;
   TENZRO_TRY(auto engine, model::Engine::Open(path, eo));
   if (engine->hparams().n_vocab < tok->vocab_size())
     return Error::InvalidArgument("{}: tokenizer has {} tokens but the model's embedding only {}", path,
@@ -225,7 +233,8 @@ Result<void> RunGenerate(const GenerateArgs& a, const Globals& g) {
                         {"generated_tokens", r.tokens.size()},
                         {"prefill_ms", r.prefill_ms},
                         {"decode_ms", r.decode_ms},
-                        {"decode_tokens_per_s", tps}};
+                        {"decode_tokens_per_s", tps},
+                        {"wire_dtype", a.wire_dtype}};
     if (!a.logits_out.empty()) j["logits_rows"] = r.logits.size() / engine->hparams().n_vocab;
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
@@ -264,6 +273,10 @@ void RegisterGenerate(CLI::App& root, Globals& g) {
   c->add_option("--threads", a->threads, "Compute threads, in-process (default: all)");
   c->add_option("--ctx", a->ctx, "Session positions (default: prompt + max tokens)");
   c->add_flag("--local", a->local, "Run everything in-process even when a node runs for the data dir");
+  c->add_option("--wire-dtype", a->wire_dtype,
+                "Routed-expert rows as sent to holders: bf16 (default), f32 (exact), f16 or q8_0; in-process runs "
+                "round them the same way")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0"}));
   c->add_flag("--json", a->json, "Print one JSON object at the end instead of streaming text");
   SetAction(c, g, [&g, a] { return RunGenerate(*a, g); });
 }

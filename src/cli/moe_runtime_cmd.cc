@@ -34,7 +34,7 @@ struct ForwardArgs {
   int64_t d_model = 0;
   int layer = -1;
   bool local = false, json_out = false, verbose = false;
-  std::string on_missing = "fail", wire_dtype = "f32";
+  std::string on_missing = "fail", wire_dtype = "bf16";
   int timeout_ms = 0;
 };
 
@@ -223,8 +223,9 @@ void RegisterRuntime(CLI::App& root, Globals& g) {
                 "fail: an expert no holder computed fails the forward; renormalize: drop it and renormalise the "
                 "token's gate weights over the experts that answered")
       ->check(CLI::IsMember({"fail", "renormalize"}));
-  f->add_option("--wire-dtype", fa->wire_dtype, "Rows sent to remote holders as f32 (exact), bf16 or f16")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  f->add_option("--wire-dtype", fa->wire_dtype,
+                "Rows sent to remote holders as bf16 (default), f32 (exact), f16 or q8_0 (d_model a multiple of 32)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0"}));
   f->add_option("--timeout-ms", fa->timeout_ms, "Deadline per holder call (default 10000)")
       ->check(CLI::PositiveNumber);
   f->add_flag("--json", fa->json_out, "Print routing, stages and holders (or cache counters) as JSON");

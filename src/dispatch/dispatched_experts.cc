@@ -4,6 +4,7 @@ namespace tenzro::dispatch {
 
 Result<void> DispatchedExperts::Run(const std::vector<runtime::TokenRouting>& routing, const float* x,
                                     int64_t n_embd, float* out) {
+  TENZRO_CHECK_OK(runtime::CheckWireRow(options_.dtype, n_embd));  // q8_0: before any holder is asked
   ForwardInput in;
   in.model = model_;
   in.layer = layer_;

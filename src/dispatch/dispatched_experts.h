@@ -1,8 +1,10 @@
 // tenzro dispatch: the swarm as a block's routed-expert runner
 // (runtime/moe_block.h): Run is one Dispatcher::Forward of the routing it is
 // given, with no shared rows (RunMoeBlock adds the shared expert itself, as
-// for the local runners), so with f32 rows on the wire the block's output is
-// bit for bit the in-process one. The report of the last Run is kept for the
+// for the local runners), so the block's output is bit for bit the
+// in-process one that rounds each expert's rows through the same wire dtype
+// (runtime/local_experts.h; f32: exact) when every routed expert runs on a
+// remote holder. The report of the last Run is kept for the
 // caller's stats and answers. One Run at a time per object; `dispatcher`
 // must outlive it.
 #pragma once
@@ -22,7 +24,8 @@ class DispatchedExperts : public runtime::RoutedExpertRunner {
   DispatchedExperts(Dispatcher& dispatcher, std::string model, int layer, ForwardOptions options)
       : dispatcher_(dispatcher), model_(std::move(model)), layer_(layer), options_(std::move(options)) {}
 
-  // Dispatcher::Forward's errors.
+  // Dispatcher::Forward's errors; kInvalidArgument when rows of n_embd
+  // cannot travel as options.dtype (q8_0: n_embd % 32 != 0).
   Result<void> Run(const std::vector<runtime::TokenRouting>& routing, const float* x, int64_t n_embd,
                    float* out) override;
 

@@ -4,43 +4,18 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "quant/fp16.h"
 
 namespace tenzro::dispatch {
 namespace {
 
 constexpr uint8_t kMaxErrorCode = static_cast<uint8_t>(ErrorCode::kInternal);
 
-void PutRows(ByteWriter& w, const std::vector<float>& rows, RowType t) {
+// Appends rows to `out` (the frame the ByteWriter writes to).
+void PutRows(Bytes& out, const std::vector<float>& rows, RowType t) {
   if (rows.empty()) return;
-  switch (t) {
-    case RowType::kF32:
-      w.Raw(rows.data(), rows.size() * sizeof(float));
-      return;
-    case RowType::kBf16:
-      for (float v : rows) w.U16(quant::Fp32ToBf16(v));
-      return;
-    case RowType::kF16:
-      for (float v : rows) w.U16(quant::Fp32ToFp16(v));
-      return;
-  }
-}
-
-uint16_t Half(ByteSpan src, size_t i) { return static_cast<uint16_t>(src[2 * i] | src[2 * i + 1] << 8); }
-
-void GetRows(ByteSpan src, RowType t, float* out, size_t n) {
-  if (n == 0) return;  // out may be null
-  switch (t) {
-    case RowType::kF32:
-      std::memcpy(out, src.data(), n * sizeof(float));
-      return;
-    case RowType::kBf16:
-      for (size_t i = 0; i < n; ++i) out[i] = quant::Bf16ToFp32(Half(src, i));
-      return;
-    case RowType::kF16:
-      for (size_t i = 0; i < n; ++i) out[i] = quant::Fp16ToFp32(Half(src, i));
-      return;
-  }
+  const size_t at = out.size();
+  out.resize(at + RowBytesOnWire(t, rows.size()));
+  runtime::EncodeWireRows(t, rows.data(), rows.size(), out.data() + at);
 }
 
 void PutMessage(ByteWriter& w, const Error& e) {
@@ -62,7 +37,8 @@ Result<void> GetError(ByteReader& r, uint8_t status, std::string_view what, std:
 
 Result<RowType> GetRowType(ByteReader& r) {
   TENZRO_TRY(uint8_t t, r.U8("dtype"));
-  if (t > static_cast<uint8_t>(RowType::kF16)) return Error::Unsupported("exec frame: dtype {} is not f32/bf16/f16", t);
+  if (t > static_cast<uint8_t>(RowType::kQ8_0))
+    return Error::Unsupported("exec frame: dtype {} is not f32/bf16/f16/q8_0", t);
   return static_cast<RowType>(t);
 }
 
@@ -101,9 +77,9 @@ Result<void> CheckFinite(const float* v, size_t n, int expert, int64_t d_model) 
 // Reads n_rows x d_model values of `t` into rows (count checked by caller).
 Result<void> GetBatchRows(ByteReader& r, RowType t, uint32_t d_model, uint32_t n_rows, std::vector<float>* rows) {
   const size_t n = static_cast<size_t>(n_rows) * d_model;
-  TENZRO_TRY(ByteSpan src, r.Take(n * RowTypeBytes(t), "rows"));
+  TENZRO_TRY(ByteSpan src, r.Take(RowBytesOnWire(t, n), "rows"));
   rows->resize(n);
-  GetRows(src, t, rows->data(), n);
+  if (auto st = runtime::DecodeWireRows(t, src.data(), n, rows->data()); !st) return r.Corrupt("rows", st.error().message());
   return Ok();
 }
 
@@ -116,10 +92,19 @@ Result<void> CheckEntry(const ExecBatch& b, std::unordered_set<int>& seen) {
   return Ok();
 }
 
-// Overflow-safe total: sum(rows) * d_model * elem <= remaining.
+// q8_0 blocks must not cross rows: d_model a multiple of 32.
+Result<void> CheckDtypeFits(RowType t, uint32_t d_model, std::string_view what) {
+  if (auto st = runtime::CheckWireRow(t, d_model); !st)
+    return Error::InvalidArgument("{}: {}", what, st.error().message());
+  return Ok();
+}
+
+// Overflow-safe total: the rows' bytes == remaining. (total_rows <= 2^32 and
+// d_model <= 2^32, so vals fits in u64; 4 bytes a value at most.)
 Result<void> CheckRowBytes(const ByteReader& r, uint64_t total_rows, uint32_t d_model, RowType t) {
   uint64_t vals = 0, bytes = 0;
-  if (MulOverflow(total_rows, d_model, &vals) || MulOverflow(vals, RowTypeBytes(t), &bytes) || bytes != r.remaining())
+  if (MulOverflow(total_rows, d_model, &vals) || MulOverflow(vals, uint64_t{4}, &bytes) ||
+      (bytes = RowBytesOnWire(t, vals)) != r.remaining())
     return r.Corrupt("rows", fmt::format("{} rows of d_model {} {} need {} bytes, {} left", total_rows, d_model,
                                          RowTypeName(t), bytes, r.remaining()));
   return Ok();
@@ -127,28 +112,12 @@ Result<void> CheckRowBytes(const ByteReader& r, uint64_t total_rows, uint32_t d_
 
 }  // namespace
 
-std::string_view RowTypeName(RowType t) {
-  switch (t) {
-    case RowType::kF32: return "f32";
-    case RowType::kBf16: return "bf16";
-    case RowType::kF16: return "f16";
-  }
-  return "?";
-}
-
-Result<RowType> ParseRowType(std::string_view name) {
-  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16})
-    if (name == RowTypeName(t)) return t;
-  return Error::InvalidArgument("row type '{}' is not f32, bf16 or f16", name);
-}
-
-size_t RowTypeBytes(RowType t) { return t == RowType::kF32 ? 4 : 2; }
-
 Result<void> CheckExecRequest(const ExecRequest& req, const ExecLimits& limits) {
   TENZRO_CHECK_OK(CheckModelId(req.model));
   if (req.layer < 0) return Error::InvalidArgument("exec request: layer {} is negative", req.layer);
   if (req.d_model == 0 || req.d_model > limits.max_d_model)
     return Error::InvalidArgument("exec request: d_model {} is outside 1..{}", req.d_model, limits.max_d_model);
+  TENZRO_CHECK_OK(CheckDtypeFits(req.dtype, req.d_model, "exec request"));
   if (req.experts.size() > limits.max_experts)
     return Error::ResourceExhausted("exec request: {} experts (limit {})", req.experts.size(), limits.max_experts);
   uint64_t total = 0;
@@ -171,7 +140,7 @@ Bytes EncodeExecRequest(const ExecRequest& req) {
   Bytes out;
   size_t vals = 0;
   for (const ExecBatch& b : req.experts) vals += b.rows.size();
-  out.reserve(40 + req.model.size() + 8 * req.experts.size() + vals * RowTypeBytes(req.dtype));
+  out.reserve(40 + req.model.size() + 8 * req.experts.size() + RowBytesOnWire(req.dtype, vals));
   ByteWriter w(&out);
   w.Raw(kExecRequestMagic, 4);
   w.U16(kExecVersion);
@@ -188,7 +157,7 @@ Bytes EncodeExecRequest(const ExecRequest& req) {
     w.U32(static_cast<uint32_t>(b.expert));
     w.U32(b.n_rows);
   }
-  for (const ExecBatch& b : req.experts) PutRows(w, b.rows, req.dtype);
+  for (const ExecBatch& b : req.experts) PutRows(out, b.rows, req.dtype);
   return out;
 }
 
@@ -207,6 +176,7 @@ Result<ExecRequest> DecodeExecRequest(ByteSpan frame, const ExecLimits& limits) 
   if (req.d_model == 0) return r.Corrupt("d_model", "0");
   if (req.d_model > limits.max_d_model)
     return Error::ResourceExhausted("exec request: d_model {} is over {}", req.d_model, limits.max_d_model);
+  TENZRO_CHECK_OK(CheckDtypeFits(req.dtype, req.d_model, "exec request"));
   TENZRO_TRY(req.deadline_ms, r.U32("deadline_ms"));
   TENZRO_TRY(uint16_t model_len, r.U16("model_len"));
   TENZRO_TRY(req.model, r.String(model_len, "model"));
@@ -238,7 +208,7 @@ Bytes EncodeExecResponse(const ExecResponse& resp) {
   Bytes out;
   size_t vals = 0;
   for (const ExecResult& e : resp.experts) vals += e.rows.size();
-  out.reserve(40 + 16 * resp.experts.size() + vals * RowTypeBytes(resp.dtype));
+  out.reserve(40 + 16 * resp.experts.size() + RowBytesOnWire(resp.dtype, vals));
   ByteWriter w(&out);
   w.Raw(kExecResponseMagic, 4);
   w.U16(kExecVersion);
@@ -265,7 +235,7 @@ Bytes EncodeExecResponse(const ExecResponse& resp) {
     }
   }
   for (const ExecResult& e : resp.experts)
-    if (!e.error) PutRows(w, e.rows, resp.dtype);
+    if (!e.error) PutRows(out, e.rows, resp.dtype);
   return out;
 }
 
@@ -287,6 +257,7 @@ Result<ExecResponse> DecodeExecResponse(ByteSpan frame, const ExecLimits& limits
     TENZRO_CHECK_OK(GetError(r, status, "error", &resp.error));
   } else {
     if (resp.d_model == 0) return r.Corrupt("d_model", "0");
+    TENZRO_CHECK_OK(CheckDtypeFits(resp.dtype, resp.d_model, "exec response"));
     TENZRO_TRY(uint32_t n_experts, r.U32("n_experts"));
     if (n_experts > limits.max_experts)
       return Error::ResourceExhausted("exec response: {} experts (limit {})", n_experts, limits.max_experts);

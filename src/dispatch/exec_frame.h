@@ -15,9 +15,11 @@
 // Decoding is strict: magic, version, reserved bits, every count checked
 // against ExecLimits and against the bytes left before anything is
 // allocated; trailing bytes are an error; with reject_non_finite a NaN or
-// Inf row value is refused naming the expert and row. Errors: kCorruption
-// (malformed), kUnsupported (other version or dtype), kResourceExhausted
-// (over a limit), kInvalidArgument (non-finite values, bad model id).
+// Inf row value is refused naming the expert and row; a q8_0 block with a
+// NaN or Inf scale is refused in both frames. Errors: kCorruption
+// (malformed, a non-finite q8_0 scale), kUnsupported (other version or
+// dtype), kResourceExhausted (over a limit), kInvalidArgument (non-finite
+// values, bad model id, q8_0 with d_model not a multiple of 32).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -29,6 +31,7 @@
 
 #include "core/bytes.h"
 #include "core/result.h"
+#include "runtime/wire_rows.h"
 
 namespace tenzro::dispatch {
 
@@ -40,11 +43,13 @@ inline constexpr size_t kMaxErrorMessageBytes = 4096;
 // HTTP Content-Type of both frames.
 inline constexpr std::string_view kExecContentType = "application/x-tenzro-exec";
 
-enum class RowType : uint8_t { kF32 = 0, kBf16 = 1, kF16 = 2 };
-std::string_view RowTypeName(RowType t);  // "f32" | "bf16" | "f16"
-// kInvalidArgument for anything but those names.
-Result<RowType> ParseRowType(std::string_view name);
-size_t RowTypeBytes(RowType t);  // 4, 2, 2
+// The frame's dtype byte is the WireDtype value: 0 f32, 1 bf16, 2 f16, 3 q8_0.
+using RowType = runtime::WireDtype;
+inline std::string_view RowTypeName(RowType t) { return runtime::WireDtypeName(t); }
+// kInvalidArgument for anything but "f32", "bf16", "f16", "q8_0".
+inline Result<RowType> ParseRowType(std::string_view name) { return runtime::ParseWireDtype(name); }
+// Bytes of `n_values` row values on the wire (q8_0: n_values % 32 == 0).
+inline uint64_t RowBytesOnWire(RowType t, uint64_t n_values) { return runtime::WireBytes(t, n_values); }
 
 struct ExecLimits {
   uint32_t max_experts = 4096;            // expert entries per frame

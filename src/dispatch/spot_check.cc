@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "quant/fp16.h"
+#include "runtime/wire_rows.h"
 
 namespace tenzro::dispatch {
 namespace {
@@ -25,6 +25,7 @@ double DefaultSpotTolerance(RowType wire) {
     case RowType::kF32: return 1e-3;
     case RowType::kBf16: return 2e-2;
     case RowType::kF16: return 5e-3;
+    case RowType::kQ8_0: return 5e-2;
   }
   return 1e-3;
 }
@@ -57,17 +58,7 @@ double SpotRelL2(std::span<const float> a, std::span<const float> b) {
   return std::sqrt(diff) / denom;
 }
 
-void RoundRows(std::span<float> rows, RowType wire) {
-  switch (wire) {
-    case RowType::kF32: return;
-    case RowType::kBf16:
-      for (float& v : rows) v = quant::Bf16ToFp32(quant::Fp32ToBf16(v));
-      return;
-    case RowType::kF16:
-      for (float& v : rows) v = quant::Fp16ToFp32(quant::Fp32ToFp16(v));
-      return;
-  }
-}
+void RoundRows(std::span<float> rows, RowType wire) { runtime::RoundWireRows(wire, rows.data(), rows.size()); }
 
 std::string_view SpotOutcomeName(SpotOutcome o) {
   switch (o) {

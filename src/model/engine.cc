@@ -35,7 +35,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   if (threads > 1) e->pool_ = std::make_unique<ThreadPool>(threads - 1, "engine", runtime::kComputePoolSpin);
   if (!moe) {
-    auto local = LocalMoeExecutor::Create(*e->ckpt_, e->hp_, e->pool_.get());
+    auto local = LocalMoeExecutor::Create(*e->ckpt_, e->hp_, e->pool_.get(), options.wire_dtype);
     if (!local) return local.error().WithContext(fmt::format("{}: routed experts", path));
     moe = std::move(*local);
   }

@@ -39,6 +39,11 @@ namespace tenzro::model {
 struct EngineOptions {
   int threads = 0;                        // compute threads (<= 0: hardware threads)
   uint64_t session_budget = 1ull << 30;   // bytes all live sessions may reserve together
+  // With the in-process MoE executor: each routed expert's rows rounded as
+  // this wire dtype (LocalMoeExecutor), so the engine matches a swarm run
+  // with the same dtype bit for bit. f32 here (exact); the CLI and the node
+  // pass their --wire-dtype / wire_dtype setting (default bf16).
+  runtime::WireDtype wire_dtype = runtime::WireDtype::kF32;
 };
 
 class Engine {

@@ -59,9 +59,11 @@ Result<std::optional<runtime::SharedExpertWeights>> LoadSharedExpert(const forma
 }
 
 Result<std::unique_ptr<LocalMoeExecutor>> LocalMoeExecutor::Create(const format::Checkpoint& c, const HParams& hp,
-                                                                   ThreadPool* pool) {
+                                                                   ThreadPool* pool, runtime::WireDtype wire) {
+  TENZRO_CHECK_OK(runtime::CheckWireRow(wire, hp.n_embd));
   auto ex = std::unique_ptr<LocalMoeExecutor>(new LocalMoeExecutor());
   ex->pool_ = pool;
+  ex->wire_ = wire;
   for (int il = 0; il < hp.n_layer; ++il) {
     auto l = std::make_unique<Layer>();
     TENZRO_TRY(l->block.router, LoadRouter(c, hp, il));
@@ -83,7 +85,9 @@ Result<std::unique_ptr<LocalMoeExecutor>> LocalMoeExecutor::Create(const format:
 Result<void> LocalMoeExecutor::Run(int layer, const float* x, int n_tok, float* out) {
   if (layer < 0 || layer >= static_cast<int>(layers_.size()))
     return Error::InvalidArgument("MoE layer {} out of range [0, {})", layer, layers_.size());
-  auto r = runtime::ComputeMoeBlock(layers_[layer]->block, x, n_tok, out, pool_);
+  runtime::MoeBlockOptions o;
+  o.wire = wire_;
+  auto r = runtime::ComputeMoeBlock(layers_[layer]->block, x, n_tok, out, pool_, o);
   if (!r) return r.error().WithContext(fmt::format("MoE layer {}", layer));
   return Ok();
 }

@@ -8,7 +8,9 @@
 // LocalMoeExecutor runs everything in-process on the checkpoint's own expert
 // slabs (runtime::ComputeMoeBlock, InProcessExperts over zero-copy views into
 // the mmap); node::SwarmMoeExecutor (node/swarm_moe_executor.h) runs the
-// routed experts on the swarm, bit for bit equal with f32 rows.
+// routed experts on the swarm, bit for bit equal when LocalMoeExecutor
+// rounds through the same wire dtype (runtime/wire_rows.h) as the swarm's
+// exec frames: f32 (exact), bf16, f16 or q8_0.
 //
 // Thread-safety: Run may be called from one thread at a time per executor.
 #pragma once
@@ -37,8 +39,12 @@ class LocalMoeExecutor : public MoeExecutor {
  public:
   // Views every layer's router, experts and shared expert in `c` (which must
   // outlive the executor). kNotFound / kInvalidArgument naming the tensor.
+  // `wire`: each routed expert's input and output rows are rounded through
+  // it (f32: exact); kInvalidArgument when the model's n_embd cannot travel
+  // as it (q8_0 needs a multiple of 32).
   static Result<std::unique_ptr<LocalMoeExecutor>> Create(const format::Checkpoint& c, const HParams& hp,
-                                                          ThreadPool* pool);
+                                                          ThreadPool* pool,
+                                                          runtime::WireDtype wire = runtime::WireDtype::kF32);
   Result<void> Run(int layer, const float* x, int n_tok, float* out) override;
   // Bytes of routed-expert weights viewed (all layers).
   uint64_t expert_bytes() const { return expert_bytes_; }
@@ -50,6 +56,7 @@ class LocalMoeExecutor : public MoeExecutor {
   };
   std::vector<std::unique_ptr<Layer>> layers_;
   ThreadPool* pool_ = nullptr;
+  runtime::WireDtype wire_ = runtime::WireDtype::kF32;
   uint64_t expert_bytes_ = 0;
 };
 

@@ -35,8 +35,8 @@ Result<T> Named(const char* name, Result<T> r) {
 
 // The MoE executor of the served model (config serve_experts): "swarm" sends
 // each layer's routed experts to their holders (node/swarm_moe_executor.h,
-// f32 rows: the same bits as in-process); "local" runs them in-process on
-// the checkpoint's own experts.
+// rows as serve_wire_dtype); "local" runs them in-process on the checkpoint's
+// own experts, rounding their rows the same way: the same bits either way.
 Result<void> AddServe(Node& node, const NodeParts& p) {
   if (node.config().serve_experts == "local") return AddServeService(node, nullptr);
   const std::string model = node.config().serve;
@@ -44,11 +44,13 @@ Result<void> AddServe(Node& node, const NodeParts& p) {
   std::shared_ptr<swarm::SwarmAgent> agent = p.swarm->agent;
   ThreadPool* pool = &node.pool();
   dispatch::SpotCheckOptions spot = NodeSpotCheckOptions(node);
+  const runtime::WireDtype wire = node.config().serve_wire_dtype;
   return AddServeService(
       node,
-      [dispatcher, pool, model, spot](const model::HParams& hp, const format::Checkpoint& spine) {
+      [dispatcher, pool, model, spot, wire](const model::HParams& hp, const format::Checkpoint& spine) {
         dispatch::ForwardOptions o;
         o.spot_check = spot;
+        o.dtype = wire;
         return MakeSwarmMoeExecutor(dispatcher, pool, model, hp, spine, o);
       },
       [agent, model](const model::HParams& hp) { return SwarmCoverageGap(*agent, model, hp); });

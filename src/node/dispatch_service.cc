@@ -82,6 +82,8 @@ Result<json> ForwardDistributed(holder::ExpertRuntime& rt, dispatch::Dispatcher&
   if (fr.n_tokens > (1 << 20)) return Error::InvalidArgument("n_tokens {} is over 1048576", fr.n_tokens);
   const int n_tok = static_cast<int>(fr.n_tokens);
   // The block with its routed experts through the dispatcher.
+  if (auto st = runtime::CheckWireRow(opt.dtype, fr.d_model); !st)
+    return Error::InvalidArgument("request: 'wire_dtype': {}", st.error().message());
   TENZRO_TRY(holder::ExpertRuntime::BlockGate g, rt.FindBlockGate(fr.model, fr.layer, fr.d_model));
   dispatch::DispatchedExperts routed(d, g.model, g.layer, opt);
   std::vector<float> out(fr.x.size());

@@ -3,7 +3,8 @@
 //
 //   POST /v1/moe/forward-distributed
 //        the body of POST /v1/moe/forward plus optional "on_missing"
-//        ("fail" | "renormalize"), "wire_dtype" ("f32" | "bf16" | "f16"),
+//        ("fail" | "renormalize"), "wire_dtype" ("bf16" default | "f32" |
+//        "f16" | "q8_0"),
 //        "timeout_ms" (per holder call, default 10000), "max_rounds"
 //        (default 3). Gates here (the layer's gate must be loaded), runs the
 //        shared expert here, dispatches the routed experts (this node's own

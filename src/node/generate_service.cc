@@ -120,10 +120,10 @@ class GenerateService {
   Result<json> Generate(const json& body) {
     TENZRO_TRY(GenerateRequest req, ParseRequest(body));
     TENZRO_TRY(dispatch::ForwardOptions fo, ParseForwardOptions(body));
-    if (fo.dtype != dispatch::RowType::kF32)
-      return Error::InvalidArgument("request: generation sends f32 rows (exact); 'wire_dtype' must be \"f32\"");
     fo.spot_check = NodeSpotCheckOptions(node_);
     TENZRO_TRY(ServedModel * m, Open(req.model, req.spine, fo));
+    if (auto st = runtime::CheckWireRow(fo.dtype, m->engine->hparams().n_embd); !st)
+      return Error::InvalidArgument("request: 'wire_dtype': {}", st.error().message());
     m->executor->set_options(fo);
     m->executor->ResetStats();
     for (int32_t id : req.prompt)
@@ -159,7 +159,7 @@ class GenerateService {
                 {"decode_ms", r.decode_ms},
                 {"decode_tokens_per_s", tps},
                 {"ms_per_token", n > 1 ? r.decode_ms / (n - 1) : 0.0},
-                {"wire_dtype", "f32"},
+                {"wire_dtype", std::string(dispatch::RowTypeName(fo.dtype))},
                 {"n_vocab", n_vocab},
                 {"layers", m->executor->StatsJson()}};
     if (req.options.collect_logits) {

@@ -6,10 +6,11 @@
 //      "temperature"?, "top_k"?, "top_p"?, "min_p"?, "repeat_penalty"?,
 //      "presence_penalty"?, "frequency_penalty"?, "seed"?, "stop"?: [str],
 //      "ignore_eos"?: false, "logits"?: false, "ctx"?: positions,
-//      "on_missing"?: "fail"|"renormalize", "timeout_ms"?, "max_rounds"?}
+//      "on_missing"?: "fail"|"renormalize", "wire_dtype"?: "bf16" (default) |
+//      "f32"|"f16"|"q8_0", "timeout_ms"?, "max_rounds"?}
 //     -> {"model", "tokens", "text", "finish_reason", "prompt_tokens",
 //         "generated_tokens", "prefill_ms", "decode_ms", "decode_tokens_per_s",
-//         "ms_per_token", "wire_dtype": "f32", "layers": [per-layer dispatch
+//         "ms_per_token", "wire_dtype" (the one used), "layers": [per-layer dispatch
 //         totals, SwarmMoeExecutor::StatsJson], "n_vocab",
 //         "logits_rows"?, "logits_f32_b64"?}
 //
@@ -19,8 +20,10 @@
 // dense spine here, and a SwarmMoeExecutor (swarm_moe_executor.h) gates each
 // layer here with that file's routers and shared experts and sends the
 // routed experts to the swarm's holders through the node's dispatcher (with
-// the node's spot-check settings). Rows travel as f32, so tokens and logits
-// are bit for bit those of `tenzro generate --local`. The engine (a view of
+// the node's spot-check settings). Rows travel as "wire_dtype" (default
+// bf16), so tokens and logits are bit for bit those of `tenzro generate
+// --local --wire-dtype` with the same dtype (which rounds each routed
+// expert's rows the same way; runtime/wire_rows.h). The engine (a view of
 // the mmap'ed checkpoint) is opened on first use and kept per model; it is
 // reopened when the catalog points the id at another file. Generations run
 // one at a time on their own thread (a generation waits on remote holders,

@@ -344,6 +344,12 @@ const std::vector<NodeConfigKey> kKeys = {
        c.serve_experts = std::string(v);
        return Ok();
      }},
+    {"serve_wire_dtype",
+     "With serve: routed-expert rows as sent to holders, bf16 (default), f32, f16 or q8_0 (local rounds the same way)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.serve_wire_dtype, runtime::ParseWireDtype(v));
+       return Ok();
+     }},
     {"test_corrupt_exec_outputs",
      "TEST ONLY (needs TENZRO_ALLOW_TEST_FAULTS=1): share of served expert outputs this holder falsifies",
      [](NodeConfig& c, std::string_view v) -> Result<void> {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "runtime/wire_rows.h"
 
 namespace tenzro::node {
 
@@ -66,6 +67,9 @@ struct NodeConfig {
   uint64_t serve_session_budget = 4ull << 30;  // bytes of all live sessions
   uint32_t serve_threads = 0;           // engine compute threads; 0 = hardware
   std::string serve_experts = "swarm";  // where the routed experts run: "swarm" (holders) | "local"
+  // Routed-expert rows as sent to holders (swarm) or rounded in-process (local):
+  // the same bits either way (runtime/wire_rows.h).
+  runtime::WireDtype serve_wire_dtype = runtime::kDefaultWireDtype;
   // TEST ONLY: this holder perturbs this share of the expert outputs it
   // serves to peers. Refused unless TENZRO_ALLOW_TEST_FAULTS=1.
   double test_corrupt_exec_outputs = 0;

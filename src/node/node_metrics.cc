@@ -91,9 +91,9 @@ class Counting : public dispatch::Executor {
  private:
   Result<dispatch::ExecResponse> Count(const dispatch::ExecRequest& req, Result<dispatch::ExecResponse> r) {
     uint64_t sent = 0, received = 0;
-    for (const auto& b : req.experts) sent += b.rows.size() * dispatch::RowTypeBytes(req.dtype);
+    for (const auto& b : req.experts) sent += dispatch::RowBytesOnWire(req.dtype, b.rows.size());
     if (r)
-      for (const auto& e : r->experts) received += e.rows.size() * dispatch::RowTypeBytes(r->dtype);
+      for (const auto& e : r->experts) received += dispatch::RowBytesOnWire(r->dtype, e.rows.size());
     ProcessMetrics().AddBytes(transport_, "exec", sent, received);
     return r;
   }

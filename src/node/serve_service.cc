@@ -70,6 +70,7 @@ Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor,
   o.api_key = cfg.api_key;
   o.engine.threads = static_cast<int>(cfg.serve_threads);
   o.engine.session_budget = cfg.serve_session_budget;
+  o.engine.wire_dtype = cfg.serve_wire_dtype;  // the in-process executor's rounding (serve_experts local)
   o.scheduler.max_active = static_cast<int>(cfg.serve_max_active);
   o.scheduler.max_waiting = static_cast<int>(cfg.serve_max_waiting);
   o.scheduler.max_step_tokens = static_cast<int>(cfg.serve_step_tokens);

@@ -24,6 +24,7 @@ Result<std::unique_ptr<SwarmMoeExecutor>> SwarmMoeExecutor::Create(std::shared_p
                                                                    const model::HParams& hp,
                                                                    const format::Checkpoint& spine,
                                                                    dispatch::ForwardOptions options) {
+  TENZRO_CHECK_OK(runtime::CheckWireRow(options.dtype, hp.n_embd));
   auto ex = std::unique_ptr<SwarmMoeExecutor>(new SwarmMoeExecutor());
   TENZRO_TRY(ex->model_, catalog::NormalizeModelId(model_id));
   ex->routing_ = hp.routing;

@@ -8,10 +8,11 @@
 // by dispatch::DispatchedExperts: one distributed forward through the node's
 // Dispatcher for all the step's tokens (planning, failover, spot checks as
 // `options` says), combined in routing order. It is the block the in-process
-// LocalMoeExecutor runs, so with f32 rows on the wire
-// (ForwardOptions::dtype kF32) the output — hence the engine's logits and
-// greedy tokens — is bit for bit the same. bf16/f16 rows trade that for half
-// the bytes.
+// LocalMoeExecutor runs, and that rounds each routed expert's rows through
+// the same wire dtype (ForwardOptions::dtype, default bf16; f32 is exact), so
+// the output — hence the engine's logits and greedy tokens — is bit for bit
+// the same per dtype, as long as the routed experts run on remote holders
+// (the forward's own "local" calls take f32 rows: dispatch/exec_calls.h).
 //
 // Nothing here loads a routed expert: the experts this node computes are
 // the ones its expert runtime holds (transport "local" in the plan), the

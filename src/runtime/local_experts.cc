@@ -9,6 +9,7 @@ namespace tenzro::runtime {
 Result<void> LocalExperts::Run(const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd,
                                float* out) {
   const int n_tok = static_cast<int>(routing.size());
+  TENZRO_CHECK_OK(CheckWireRow(wire_, n_embd));
   // slot_of[t] = first slot of token t in the per-(token, k) output buffer.
   const std::vector<size_t> slot_of = RoutingSlots(routing);
   // Tokens (and their slot) per expert, in token order; experts ascending.
@@ -35,8 +36,10 @@ Result<void> LocalExperts::RunBatch(const ExpertWeights& w, int e, const ExpertT
   yb_.resize(xb_.size());
   for (int i = 0; i < nb; ++i)
     std::memcpy(xb_.data() + i * n_embd, x + toks[i].first * n_embd, n_embd * sizeof(float));
+  RoundWireRows(wire_, xb_.data(), xb_.size());
   auto st = ExpertFfn(w, xb_.data(), nb, yb_.data(), pool_);
   if (!st) return st.error().WithContext(fmt::format("expert {}", e));
+  RoundWireRows(wire_, yb_.data(), yb_.size());
   for (int i = 0; i < nb; ++i)
     std::memcpy(ys + toks[i].second * n_embd, yb_.data() + i * n_embd, n_embd * sizeof(float));
   return Ok();

@@ -6,7 +6,11 @@
 // token order) into a per-(token, k) slot buffer, and sums each token's slots
 // in routing order (CombineRouted). Subclasses only say where an expert's
 // weights are: InProcessExperts (below: weights in memory) and CachedExperts
-// (cached_moe.h: pinned from the expert cache). One Run at a time per object.
+// (cached_moe.h: pinned from the expert cache). With a wire dtype set
+// (set_wire; default f32: nothing rounded) each expert's input rows and
+// output rows are rounded through it (wire_rows.h RoundWireRows), as a
+// distributed forward's exec frames round them, so the all-local block is bit
+// for bit the distributed one per wire dtype. One Run at a time per object.
 #pragma once
 
 #include <map>
@@ -17,13 +21,17 @@
 #include "runtime/expert_ffn.h"
 #include "runtime/moe_block.h"
 #include "runtime/routed_batches.h"
+#include "runtime/wire_rows.h"
 
 namespace tenzro::runtime {
 
 class LocalExperts : public RoutedExpertRunner {
  public:
   explicit LocalExperts(ThreadPool* pool) : pool_(pool) {}
+  // kInvalidArgument (before any expert runs) when rows of n_embd cannot
+  // travel as the wire dtype (q8_0: n_embd % 32 != 0).
   Result<void> Run(const std::vector<TokenRouting>& routing, const float* x, int64_t n_embd, float* out) final;
+  void set_wire(WireDtype t) { wire_ = t; }
 
  protected:
   // Token t is routed to expert e: an error stops the run (while grouping).
@@ -40,6 +48,7 @@ class LocalExperts : public RoutedExpertRunner {
 
  private:
   ThreadPool* pool_;
+  WireDtype wire_ = WireDtype::kF32;
   std::vector<float> xb_, yb_;  // gather / scatter scratch, reused across experts
 };
 

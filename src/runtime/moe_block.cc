@@ -56,6 +56,7 @@ Result<std::vector<TokenRouting>> ComputeMoeBlock(const MoeBlockWeights& w, cons
                                   w.router.n_expert());
   const MoeBlockGate gate{&w.router, w.routing, options.include_shared && w.shared ? &*w.shared : nullptr};
   InProcessExperts routed(w.experts, pool);
+  routed.set_wire(options.wire);
   MoeBlockRun run;
   TENZRO_CHECK_OK(RunMoeBlock(gate, x, n_tok, routed, out, run, pool));
   return std::move(run.routing);

@@ -29,6 +29,7 @@
 #include "runtime/expert_ffn.h"
 #include "runtime/gating.h"
 #include "runtime/weight_matrix.h"
+#include "runtime/wire_rows.h"
 
 namespace tenzro::runtime {
 
@@ -78,6 +79,9 @@ struct MoeBlockWeights {
 
 struct MoeBlockOptions {
   bool include_shared = true;  // add the shared expert when present
+  // Round each routed expert's input and output rows as this wire dtype
+  // would (local_experts.h; f32: exact).
+  WireDtype wire = WireDtype::kF32;
 };
 
 // RunMoeBlock with InProcessExperts over w.experts; returns the routing used.

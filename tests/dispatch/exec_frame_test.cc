@@ -10,6 +10,7 @@
 #include "core/file.h"
 #include "dispatch/exec_frame.h"
 #include "quant/fp16.h"
+#include "quant/quantize_kernels.h"
 #include "testutil/testutil.h"
 
 namespace tenzro::dispatch {
@@ -35,17 +36,21 @@ ExecRequest Sample(RowType t = RowType::kF32, uint32_t d_model = 8) {
   return r;
 }
 
-ExecResponse SampleResponse(RowType t = RowType::kF32) {
+// d_model 4: two rows {1, -2, 3.5, 4}, {0.25, 6, -7, 8}; larger d_model
+// (q8_0 needs a multiple of 32): those 8 values then zeros.
+ExecResponse SampleResponse(RowType t = RowType::kF32, uint32_t d_model = 4) {
   ExecResponse r;
   r.request_id = 42;
   r.layer = 3;
-  r.d_model = 4;
+  r.d_model = d_model;
   r.dtype = t;
   r.compute_us = 1234;
   ExecResult& a = r.experts.emplace_back();
   a.expert = 9;
   a.n_rows = 2;
-  a.rows = {1, -2, 3.5f, 4, 0.25f, 6, -7, 8};
+  a.rows.assign(2 * d_model, 0.0f);
+  const float v[8] = {1, -2, 3.5f, 4, 0.25f, 6, -7, 8};
+  for (int i = 0; i < 8; ++i) a.rows[(i / 4) * d_model + i % 4] = v[i];
   ExecResult& b = r.experts.emplace_back();
   b.expert = 11;
   b.n_rows = 1;
@@ -212,8 +217,11 @@ TEST(ExecFrameTest, SpecificRejections) {
   b[4] = 2;  // version 2
   EXPECT_EQ(code_of(b), ErrorCode::kUnsupported);
   b = good;
-  b[6] = 3;  // dtype 3
+  b[6] = 4;  // dtype 4
   EXPECT_EQ(code_of(b), ErrorCode::kUnsupported);
+  b = good;
+  b[6] = 3;  // q8_0 with d_model 8 (not a multiple of 32)
+  EXPECT_EQ(code_of(b), ErrorCode::kInvalidArgument);
   b = good;
   b[7] = 1;  // flags
   EXPECT_EQ(code_of(b), ErrorCode::kCorruption);
@@ -319,7 +327,9 @@ TEST(ExecFrameTest, FuzzSeedsAreCurrent) {
       {"request_bf16", EncodeExecRequest(Sample(RowType::kBf16, 4))},
       {"request_f16", EncodeExecRequest(Sample(RowType::kF16, 4))},
       {"response", EncodeExecResponse(SampleResponse())},
-      {"response_error", EncodeExecResponse(ErrorExecResponse(3, Error::NotFound("no such model")))}};
+      {"response_error", EncodeExecResponse(ErrorExecResponse(3, Error::NotFound("no such model")))},
+      {"request_q8_0", EncodeExecRequest(Sample(RowType::kQ8_0, 32))},
+      {"response_q8_0", EncodeExecResponse(SampleResponse(RowType::kQ8_0, 32))}};
   for (const auto& [name, bytes] : seeds) {
     const std::string path = dir + "/" + name;
     if (write) {
@@ -332,8 +342,136 @@ TEST(ExecFrameTest, FuzzSeedsAreCurrent) {
 }
 
 TEST(ExecFrameTest, RowTypeNames) {
-  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16}) EXPECT_EQ(*ParseRowType(RowTypeName(t)), t);
+  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16, RowType::kQ8_0})
+    EXPECT_EQ(*ParseRowType(RowTypeName(t)), t);
+  EXPECT_EQ(RowTypeName(RowType::kQ8_0), "q8_0");
   EXPECT_FALSE(ParseRowType("fp8"));
+  EXPECT_FALSE(ParseRowType("q8"));
+}
+
+// q8_0 golden bytes: d_model 32, one row [127, 0, ..., 0, -63.5]: amax 127,
+// d = 1.0 (fp16 3C00), qs[0] = 127, qs[31] = round(-63.5) = -64 (C's
+// roundf: half away from zero) = C0.
+TEST(ExecFrameTest, GoldenQ8_0Rows) {
+  ExecRequest r;
+  r.request_id = 1;
+  r.model = "m";
+  r.d_model = 32;
+  r.dtype = RowType::kQ8_0;
+  ExecBatch& b = r.experts.emplace_back();
+  b.expert = 3;
+  b.n_rows = 1;
+  b.rows.assign(32, 0.0f);
+  b.rows[0] = 127;
+  b.rows[31] = -63.5f;
+  const Bytes f = EncodeExecRequest(r);
+  const size_t rows_at = 30 + 1 + 4 + 8;
+  ASSERT_EQ(f.size(), rows_at + 34);
+  EXPECT_EQ(f[6], 3);  // dtype q8_0
+  Bytes want(34, 0);
+  want[0] = 0x00;
+  want[1] = 0x3C;
+  want[2] = 0x7F;
+  want[33] = 0xC0;
+  EXPECT_EQ(Bytes(f.begin() + rows_at, f.end()), want);
+  auto d = DecodeExecRequest(f);
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->experts[0].rows[0], 127.0f);
+  EXPECT_EQ(d->experts[0].rows[31], -64.0f);
+  EXPECT_EQ(d->experts[0].rows[5], 0.0f);
+}
+
+// q8_0 rows: 34 bytes per 32 values, the values exactly ggml's reference
+// quantize + dequantize (quant's scalar reference kernels), each within
+// about half a step of the input (ggml scales by 1/d but stores d in fp16:
+// |q * fp16(d) - x| <= d / 2 + 127 * d * 2^-11 < 0.57 d); the same in answers.
+TEST(ExecFrameTest, Q8_0RowsRoundLikeGgml) {
+  const ExecRequest r = Sample(RowType::kQ8_0, 64);
+  const Bytes b = EncodeExecRequest(r);
+  EXPECT_EQ(b.size(), EncodeExecRequest(Sample(RowType::kF32, 64)).size() - 6 * 64 * 4 + 6 * 2 * 34);
+  auto d = DecodeExecRequest(b);
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->dtype, RowType::kQ8_0);
+  for (size_t i = 0; i < r.experts.size(); ++i) {
+    const std::vector<float>& x = r.experts[i].rows;
+    std::vector<uint8_t> q(x.size() / 32 * 34);
+    std::vector<float> want(x.size());
+    quant::ref::QuantizeRowQ8_0(x.data(), q.data(), static_cast<int64_t>(x.size()));
+    quant::ref::DequantizeRowQ8_0(q.data(), want.data(), static_cast<int64_t>(x.size()));
+    EXPECT_EQ(d->experts[i].rows, want) << "expert " << r.experts[i].expert;
+    for (size_t blk = 0; blk < x.size() / 32; ++blk) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[blk * 32 + j]));
+      for (int j = 0; j < 32; ++j)
+        EXPECT_LE(std::fabs(d->experts[i].rows[blk * 32 + j] - x[blk * 32 + j]), amax / 127 * 0.57f);
+    }
+  }
+  const ExecResponse resp = SampleResponse(RowType::kQ8_0, 32);
+  auto dr = DecodeExecResponse(EncodeExecResponse(resp));
+  ASSERT_TRUE(dr) << dr.error().ToString();
+  ASSERT_EQ(dr->experts[0].rows.size(), 64u);
+  // Rows [1, -2, 3.5, 4, 0...], [0.25, 6, -7, 8, 0...]: d <= 8/127.
+  for (int j = 0; j < 64; ++j) EXPECT_NEAR(dr->experts[0].rows[j], resp.experts[0].rows[j], 8.0f / 127 * 0.57f);
+  EXPECT_TRUE(dr->experts[1].error.has_value());
+  // Truncation at every byte of both frames fails cleanly.
+  for (size_t n = 0; n < b.size(); ++n) ASSERT_FALSE(DecodeExecRequest(ByteSpan(b).subspan(0, n))) << n;
+  const Bytes rb = EncodeExecResponse(resp);
+  for (size_t n = 0; n < rb.size(); ++n) ASSERT_FALSE(DecodeExecResponse(ByteSpan(rb).subspan(0, n))) << n;
+}
+
+// q8_0 blocks never cross rows: d_model must be a multiple of 32, refused
+// with kInvalidArgument naming it (no silent fallback to another dtype),
+// in a request built in memory, a decoded request and a decoded answer.
+TEST(ExecFrameTest, Q8_0NeedsDModelAMultipleOf32) {
+  ExecRequest r = Sample(RowType::kQ8_0, 48);
+  auto c = CheckExecRequest(r);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(c.error().message().find("multiple of 32"), std::string::npos) << c.error().message();
+  // A frame claiming q8_0 with d_model 48 (hand-built: f32 frame, dtype byte patched).
+  Bytes b = EncodeExecRequest(Sample(RowType::kF32, 48));
+  b[6] = 3;
+  auto d = DecodeExecRequest(b);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(d.error().message().find("multiple of 32"), std::string::npos) << d.error().message();
+  Bytes a = EncodeExecResponse(SampleResponse(RowType::kF32, 4));
+  a[6] = 3;
+  auto da = DecodeExecResponse(a);
+  ASSERT_FALSE(da);
+  EXPECT_EQ(da.error().code(), ErrorCode::kInvalidArgument);
+}
+
+// A q8_0 block whose fp16 scale is Inf or NaN would put non-finite values
+// into the holder's (or the caller's) compute: refused as corruption in
+// requests and answers, whatever reject_non_finite says.
+TEST(ExecFrameTest, Q8_0NonFiniteScalesAreRefused) {
+  const Bytes req = EncodeExecRequest(Sample(RowType::kQ8_0, 32));
+  const size_t rows_at = req.size() - 6 * 34;
+  ExecLimits lax;
+  lax.reject_non_finite = false;
+  for (uint16_t scale : {0x7C00, 0xFC00, 0x7E00, 0x7C01}) {  // +Inf, -Inf, NaN, signalling NaN
+    for (size_t blk : {size_t{0}, size_t{5}}) {
+      Bytes b = req;
+      b[rows_at + blk * 34] = static_cast<uint8_t>(scale);
+      b[rows_at + blk * 34 + 1] = static_cast<uint8_t>(scale >> 8);
+      for (const ExecLimits& l : {ExecLimits{}, lax}) {
+        auto d = DecodeExecRequest(b, l);
+        ASSERT_FALSE(d) << scale << " block " << blk;
+        EXPECT_EQ(d.error().code(), ErrorCode::kCorruption);
+        EXPECT_NE(d.error().message().find("non-finite scale"), std::string::npos) << d.error().message();
+      }
+    }
+  }
+  Bytes resp = EncodeExecResponse(SampleResponse(RowType::kQ8_0, 32));
+  resp[resp.size() - 34 + 1] = 0x7C;
+  auto d = DecodeExecResponse(resp);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code(), ErrorCode::kCorruption);
+  // A non-finite input row encodes to such a block: the request is refused.
+  ExecRequest bad = Sample(RowType::kQ8_0, 32);
+  bad.experts[0].rows[3] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(DecodeExecRequest(EncodeExecRequest(bad), lax));
 }
 
 }  // namespace

@@ -19,6 +19,14 @@
 namespace tenzro::dispatch {
 namespace {
 
+// f32 rows (exact): the distributed forward is the local block bit for bit.
+// (The default, bf16, rounds: WireDtypeMatchesTheLocalBlockRoundedTheSameWay.)
+ForwardOptions Exact() {
+  ForwardOptions o;
+  o.dtype = RowType::kF32;
+  return o;
+}
+
 using quant::GgmlType;
 using runtime::testing::RandomActs;
 using runtime::testing::RandomMatrix;
@@ -196,7 +204,7 @@ TEST(ExecHttpTest, ForwardOverHttpWithAStoppedHolder) {
   n.holders.push_back(std::make_unique<Holder>("c", std::vector<int>{0, 1, 4, 5}));
   Block b;
   std::vector<float> out(kTok * kEmbd);
-  auto r = n.d->Forward(b.Input(), {}, out.data());
+  auto r = n.d->Forward(b.Input(), Exact(), out.data());
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(std::memcmp(out.data(), b.want.data(), out.size() * 4), 0);
   // a holds experts 0-3 and b or c the other two: the planner asks two holders.
@@ -212,7 +220,7 @@ TEST(ExecHttpTest, ForwardOverHttpWithAStoppedHolder) {
   n.d->stats().Begin("c", 100000);
   for (int i = 0; i < 3; ++i) {
     std::fill(out.begin(), out.end(), 0.0f);
-    r = n.d->Forward(b.Input(), {}, out.data());
+    r = n.d->Forward(b.Input(), Exact(), out.data());
     ASSERT_TRUE(r) << r.error().ToString();
     EXPECT_EQ(std::memcmp(out.data(), b.want.data(), out.size() * 4), 0);
     EXPECT_EQ(r->rounds, i == 0 ? 2 : 1) << ReportToJson(*r).dump();
@@ -225,7 +233,7 @@ TEST(ExecHttpTest, AHolderPastItsDeadlineIsReplaced) {
   n.holders.push_back(std::make_unique<Holder>("a", std::vector<int>{0, 1, 2, 3, 4, 5}, /*slow=*/true));
   n.holders.push_back(std::make_unique<Holder>("b", std::vector<int>{0, 1, 2, 3, 4, 5}));
   Block b;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.holder_timeout = milliseconds(300);
   std::vector<float> out(kTok * kEmbd);
   const auto t0 = std::chrono::steady_clock::now();

@@ -21,6 +21,14 @@
 namespace tenzro::dispatch {
 namespace {
 
+// f32 rows (exact): the distributed forward is the local block bit for bit.
+// (The default, bf16, rounds: WireDtypeMatchesTheLocalBlockRoundedTheSameWay.)
+ForwardOptions Exact() {
+  ForwardOptions o;
+  o.dtype = RowType::kF32;
+  return o;
+}
+
 using runtime::testing::RandomActs;
 using runtime::testing::RandomMatrix;
 using quant::GgmlType;
@@ -181,7 +189,7 @@ TEST(ForwardTest, MatchesTheLocalBlockBitForBit) {
   Swarm s;
   Case c;
   std::vector<float> out(kTok * kEmbd);
-  auto r = s.d->Forward(c.Input(), {}, out.data());
+  auto r = s.d->Forward(c.Input(), Exact(), out.data());
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_TRUE(BitEqual(out, c.want));
   EXPECT_EQ(r->rounds, 1);
@@ -202,7 +210,7 @@ TEST(ForwardTest, HalfPrecisionWireIsCloseButRounded) {
   Case c;
   s.local.clear();  // everything remote
   for (RowType t : {RowType::kBf16, RowType::kF16}) {
-    ForwardOptions o;
+    ForwardOptions o = Exact();
     o.dtype = t;
     std::vector<float> out(kTok * kEmbd);
     ASSERT_TRUE(s.d->Forward(c.Input(), o, out.data()));
@@ -216,12 +224,43 @@ TEST(ForwardTest, HalfPrecisionWireIsCloseButRounded) {
   }
 }
 
+// Per wire dtype, a forward whose experts all run on remote holders (rows
+// through real exec frames) is bit for bit the local block that rounds each
+// routed expert's input and output rows through the same dtype
+// (MoeBlockOptions::wire, what model::LocalMoeExecutor uses); and for the
+// rounding dtypes it differs from the exact block.
+TEST(ForwardTest, WireDtypeMatchesTheLocalBlockRoundedTheSameWay) {
+  Swarm s;
+  Case c;
+  s.local.clear();  // everything remote
+  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16, RowType::kQ8_0}) {
+    runtime::MoeBlockWeights mb;
+    mb.router = W().router;
+    mb.routing.top_k = 2;
+    for (const auto& e : W().experts) mb.experts.push_back(&e);
+    mb.shared = W().shared;
+    runtime::MoeBlockOptions mo;
+    mo.wire = t;
+    std::vector<float> want(kTok * kEmbd);
+    ASSERT_TRUE(runtime::ComputeMoeBlock(mb, c.x.data(), kTok, want.data(), nullptr, mo));
+    ForwardOptions o;
+    o.dtype = t;
+    std::vector<float> out(kTok * kEmbd);
+    auto r = s.d->Forward(c.Input(), o, out.data());
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_TRUE(BitEqual(out, want)) << RowTypeName(t);
+    EXPECT_EQ(BitEqual(out, c.want), t == RowType::kF32) << RowTypeName(t);
+  }
+  ForwardOptions def;
+  EXPECT_EQ(def.dtype, RowType::kBf16);
+}
+
 TEST(ForwardTest, DownHolderIsBannedAndItsItemsGoToReplicas) {
   Swarm s;
   Case c;
   s.net->holders_[kA].mode = Mode::kDown;
   s.net->holders_[kC].mode = Mode::kDown;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.ban = std::chrono::seconds(60);
   std::vector<float> out(kTok * kEmbd);
   auto r = s.d->Forward(c.Input(), o, out.data());
@@ -247,7 +286,7 @@ TEST(ForwardTest, DownHolderIsBannedAndItsItemsGoToReplicas) {
 TEST(ForwardTest, AMeasuredHolderThatHangsCostsTheAdaptiveTimeoutOnly) {
   Swarm s;  // every remote holder's experts have another holder
   Case c;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.holder_timeout = std::chrono::seconds(20);
   o.min_timeout = std::chrono::milliseconds(200);
   std::vector<float> out(kTok * kEmbd);
@@ -378,7 +417,7 @@ TEST(ForwardTest, PerExpertErrorRetriesElsewhereWithoutBan) {
   // A declares 1..5 but its runner lost every expert: not_found per expert.
   s.net->holders_[kA].runner = std::make_unique<MemoryRunner>(kModel, nullptr);
   std::vector<float> out(kTok * kEmbd);
-  auto r = s.d->Forward(c.Input(), {}, out.data());
+  auto r = s.d->Forward(c.Input(), Exact(), out.data());
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_TRUE(BitEqual(out, c.want));
   EXPECT_TRUE(s.d->stats().Banned(std::chrono::steady_clock::now()).empty());
@@ -394,7 +433,7 @@ TEST(ForwardTest, MalformedAndWholeErrorAnswersFailOver) {
     s.local.clear();
     s.net->holders_[kB].mode = m;
     std::vector<float> out(kTok * kEmbd);
-    auto r = s.d->Forward(c.Input(), {}, out.data());
+    auto r = s.d->Forward(c.Input(), Exact(), out.data());
     ASSERT_TRUE(r) << r.error().ToString();
     EXPECT_TRUE(BitEqual(out, c.want));
     const bool banned = s.d->stats().Banned(std::chrono::steady_clock::now()).count(kB) > 0;
@@ -410,7 +449,7 @@ TEST(ForwardTest, MissingExpertFailsNamingIt) {
   s.local.erase({0, victim});
   for (auto& d : s.live) std::erase_if(d.experts, [&](const swarm::HeldExpert& h) { return h.expert == victim; });
   std::vector<float> out(kTok * kEmbd, 7.0f);
-  auto r = s.d->Forward(c.Input(), {}, out.data());
+  auto r = s.d->Forward(c.Input(), Exact(), out.data());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kNotFound);
   EXPECT_NE(r.error().message().find("expert " + std::to_string(victim) + " (tokens"), std::string::npos)
@@ -423,7 +462,7 @@ TEST(ForwardTest, EveryReplicaFailingIsBoundedAndNamesTheLastError) {
   Case c;
   for (auto& [id, h] : s.net->holders_) h.mode = Mode::kDown;
   s.local.clear();
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.max_rounds = 3;
   std::vector<float> out(kTok * kEmbd);
   auto r = s.d->Forward(c.Input(), o, out.data());
@@ -440,7 +479,7 @@ TEST(ForwardTest, OnlyBannedHoldersLeftIsUnavailableNotNotFound) {
   Case c;
   s.local.clear();
   for (auto& [id, h] : s.net->holders_) h.mode = Mode::kDown;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.max_rounds = 1;  // the failing round bans everybody
   std::vector<float> out(kTok * kEmbd);
   auto first = s.d->Forward(c.Input(), o, out.data());
@@ -462,7 +501,7 @@ TEST(ForwardTest, RenormalizeDropsMissingExpertsAndRescales) {
     s.local.erase({0, v});
     for (auto& d : s.live) std::erase_if(d.experts, [&](const swarm::HeldExpert& h) { return h.expert == v; });
   }
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.on_missing = OnMissing::kRenormalize;
   std::vector<float> out(kTok * kEmbd);
   auto r = s.d->Forward(c.Input(), o, out.data());
@@ -508,17 +547,17 @@ TEST(ForwardTest, InputChecks) {
   bad[3 * kEmbd + 17] = std::nanf("");
   ForwardInput in = c.Input();
   in.x = bad.data();
-  auto r = s.d->Forward(in, {}, out.data());
+  auto r = s.d->Forward(in, Exact(), out.data());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.error().message().find("token 3 column 17 is NaN"), std::string::npos) << r.error().message();
   in = c.Input();
   in.routing.pop_back();
-  EXPECT_FALSE(s.d->Forward(in, {}, out.data()));
+  EXPECT_FALSE(s.d->Forward(in, Exact(), out.data()));
   in = c.Input();
   in.n_tok = 0;
   in.routing.clear();
-  EXPECT_TRUE(s.d->Forward(in, {}, out.data()));
+  EXPECT_TRUE(s.d->Forward(in, Exact(), out.data()));
   EXPECT_EQ(*ParseOnMissing("renormalize"), OnMissing::kRenormalize);
   EXPECT_FALSE(ParseOnMissing("drop"));
 }

@@ -18,6 +18,14 @@
 namespace tenzro::dispatch {
 namespace {
 
+// f32 rows (exact): the distributed forward is the local block bit for bit.
+// (The default, bf16, rounds: WireDtypeMatchesTheLocalBlockRoundedTheSameWay.)
+ForwardOptions Exact() {
+  ForwardOptions o;
+  o.dtype = RowType::kF32;
+  return o;
+}
+
 using quant::GgmlType;
 using runtime::testing::RandomActs;
 using runtime::testing::RandomMatrix;
@@ -222,7 +230,7 @@ TEST(SpotCheckForwardTest, ALyingHolderIsCaughtBannedAndItsRowsReplaced) {
   Swarm s({kA, kB, kC});
   s.net->holders_[kB].lies = true;
   Case c;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.spot_check.fraction = 1.0;
   o.spot_check.seed = 7;
   o.spot_check.ban = std::chrono::minutes(10);
@@ -271,7 +279,7 @@ TEST(SpotCheckForwardTest, ALiarRekeyedOnTheSameAddressStaysBanned) {
   Swarm s({kA, kB, kC});
   s.net->holders_[kB].lies = true;
   Case c;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.spot_check.fraction = 1.0;
   o.spot_check.ban = std::chrono::minutes(10);
   std::vector<float> out(kTok * kEmbd);
@@ -310,7 +318,7 @@ TEST(SpotCheckForwardTest, UncheckedResultsOfACaughtLiarAreRecomputed) {
   Swarm s({kA, kB, kC});
   s.net->holders_[kB].lies = true;
   Case c;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.spot_check.fraction = 0.3;
   o.spot_check.seed = 11;
   std::vector<float> out(kTok * kEmbd);
@@ -333,7 +341,7 @@ TEST(SpotCheckForwardTest, TwoReplicasThatDisagreeAreInconclusive) {
   Swarm s({kA, kB});
   s.net->holders_[kB].lies = true;
   Case c;
-  ForwardOptions o;
+  ForwardOptions o = Exact();
   o.spot_check.fraction = 1.0;
   std::vector<float> out(kTok * kEmbd);
   auto r = s.d->Forward(c.Input(), o, out.data());
@@ -347,7 +355,7 @@ TEST(SpotCheckForwardTest, TwoReplicasThatDisagreeAreInconclusive) {
 }
 
 TEST(SpotCheckForwardTest, HonestHalfPrecisionWiresAgreeUnderTheDefaultTolerance) {
-  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16}) {
+  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16, RowType::kQ8_0}) {
     Swarm s({kA, kB, kC});
     Case c;
     ForwardOptions o;
@@ -369,7 +377,7 @@ TEST(SpotCheckForwardTest, HonestHalfPrecisionWiresAgreeUnderTheDefaultTolerance
 }
 
 TEST(SpotCheckForwardTest, ThisNodesOwnReRunDecidesAndSeesTheWireRounding) {
-  for (RowType t : {RowType::kF32, RowType::kBf16}) {
+  for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kQ8_0}) {
     Swarm s({kA, kB}, /*local_later=*/true);
     s.net->holders_[kB].lies = true;
     Case c;
@@ -404,7 +412,7 @@ TEST(SpotCheckForwardTest, OffByDefault) {
   s.net->holders_[kB].lies = true;
   Case c;
   std::vector<float> out(kTok * kEmbd);
-  auto r = s.d->Forward(c.Input(), {}, out.data());
+  auto r = s.d->Forward(c.Input(), Exact(), out.data());
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->spot_checks.empty());
   EXPECT_TRUE(r->spot_calls.empty());

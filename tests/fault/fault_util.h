@@ -119,9 +119,11 @@ inline std::string HiddenB64() {
 }
 
 // A forward's request body (layer `layer` of the fixture's hidden state).
+// f32 rows on the wire (exact): the distributed forward is the local one
+// bit for bit (the default, bf16, rounds; /v1/moe/forward ignores the field).
 inline std::string ForwardBody(int layer) {
-  return json{{"model", kModel}, {"layer", layer}, {"d_model", kDModel}, {"n_tokens", kTokens},
-              {"hidden_f32_b64", HiddenB64()}}
+  return json{{"model", kModel},  {"layer", layer},         {"d_model", kDModel},
+              {"n_tokens", kTokens}, {"hidden_f32_b64", HiddenB64()}, {"wire_dtype", "f32"}}
       .dump();
 }
 

@@ -1,6 +1,8 @@
 // `tenzro generate` as a user runs it: a real child process on the bundled
 // tiny model, checked against the float64 reference (tokens, prompt ids and
-// --logits-out rows), plus its errors.
+// --logits-out rows, with --wire-dtype f32: the exact path; the default bf16
+// rounds each routed expert's rows, WireAccuracyTest measures that), plus its
+// errors.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -24,12 +26,13 @@ TEST(GenerateCliTest, ChatPromptMatchesReferenceTokensAndLogits) {
   std::string logits = dir.Join("logits.f32");
   auto r = testing::RunTenzro({"--data-dir", dir.path(), "generate", "--model", testing::DataPath(kModel), "--chat",
                                "Hi", "--max-tokens", "16", "--ignore-eos", "--threads", "2", "--logits-out", logits,
-                               "--json"});
+                               "--json", "--wire-dtype", "f32"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), ref.prompt);
   EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), ref.greedy);
   EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["wire_dtype"], "f32");
   std::vector<float> got = testing::ReadF32(logits);
   ASSERT_EQ(got.size(), ref.logits.size());
   for (int row = 0; row < ref.rows; ++row)
@@ -42,7 +45,8 @@ TEST(GenerateCliTest, StreamsTheDecodedText) {
   Ref ref = LoadRef("plain-license");
   testing::TempDir dir;
   auto r = testing::RunTenzro({"--data-dir", dir.path(), "generate", "--model", testing::DataPath(kModel),
-                               "--prompt-tokens", Join(ref.prompt), "--max-tokens", "16", "--ignore-eos"});
+                               "--prompt-tokens", Join(ref.prompt), "--max-tokens", "16", "--ignore-eos",
+                               "--wire-dtype", "f32"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto d = testing::RunTenzro({"--data-dir", dir.path(), "detokenize", "--model", testing::DataPath(kModel),
                                "--tokens", Join(ref.greedy)});
@@ -81,6 +85,9 @@ TEST(GenerateCliTest, BadInputsAreClearErrors) {
   auto bad_t = testing::RunTenzro({"--data-dir", dir.path(), "generate", "--model", m, "--prompt", "x",
                                    "--temperature", "-1"});
   EXPECT_EQ(bad_t.exit_code, 2) << bad_t.err;
+  auto bad_wire = testing::RunTenzro({"--data-dir", dir.path(), "generate", "--model", m, "--prompt", "x",
+                                      "--wire-dtype", "fp8"});
+  EXPECT_EQ(bad_wire.exit_code, 2) << bad_wire.err;
   auto missing = testing::RunTenzro({"--data-dir", dir.path(), "generate", "--model", "no-such-model", "--prompt", "x"});
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   auto not_model = testing::RunTenzro({"--data-dir", dir.path(), "generate", "--model",

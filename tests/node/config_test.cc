@@ -84,6 +84,10 @@ TEST(NodeConfigTest, ServeKeys) {
   ASSERT_TRUE(ApplyConfigValue(c, "serve_ctx", "2048"));
   ASSERT_TRUE(ApplyConfigValue(c, "serve_session_budget", "1GiB"));
   ASSERT_TRUE(ApplyConfigValue(c, "serve_threads", "3"));
+  EXPECT_EQ(c.serve_wire_dtype, runtime::WireDtype::kBf16);
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_wire_dtype", "q8_0"));
+  EXPECT_EQ(c.serve_wire_dtype, runtime::WireDtype::kQ8_0);
+  EXPECT_FALSE(ApplyConfigValue(c, "serve_wire_dtype", "fp8"));
   EXPECT_EQ(c.serve, "tiny-qwen35moe");
   EXPECT_EQ(c.api_key, "sk-1");
   EXPECT_EQ(c.serve_max_active, 4u);

@@ -211,15 +211,17 @@ TEST_F(DispatchProcessTest, PlanForwardAndFailover) {
   EXPECT_EQ(human.exit_code, 0) << human.err;
   EXPECT_NE(human.out.find("unheld"), std::string::npos) << human.out;
 
-  // The distributed forward through the CLI equals R's local forward.
+  // The distributed forward through the CLI equals R's local forward (f32
+  // rows: exact; the default bf16 rounds).
   for (const json& c : oracle_["cases"]) {
     if (c["weights"] != "Q4_K_M") continue;
     const int layer = c["layer"];
     const std::string out = tmp_.Join("dist" + std::to_string(layer) + ".f32");
     json fr = n_[0].CliJson({"moe", "forward", "--model", kModel, "--hidden", hidden_, "--d-model", "256",
-                             "--layer", std::to_string(layer), "--out", out, "--json"});
+                             "--layer", std::to_string(layer), "--out", out, "--json", "--wire-dtype", "f32"});
     ASSERT_TRUE(fr.is_object());
     EXPECT_EQ(fr["distributed"], true);
+    EXPECT_EQ(fr["wire_dtype"], "f32");
     EXPECT_EQ(fr["n_tokens"], 9);
     EXPECT_EQ(fr["stages"]["rounds"], 1);
     std::set<std::string> transports;
@@ -277,7 +279,8 @@ TEST_F(DispatchProcessTest, PlanForwardAndFailover) {
   int failed_calls = 0, retried = 0;
   for (int i = 0; i < 200; ++i) {
     const int layer = i % 2;
-    json body = {{"model", kModel}, {"layer", layer}, {"d_model", 256}, {"n_tokens", 9}, {"hidden_f32_b64", b64}};
+    json body = {{"model", kModel}, {"layer", layer},         {"d_model", 256},
+                 {"n_tokens", 9}, {"hidden_f32_b64", b64}, {"wire_dtype", "f32"}};
     auto r = admin.Send("POST", "/v1/moe/forward-distributed", body.dump());
     ASSERT_TRUE(r) << "forward " << i << ": " << r.error().ToString();
     ASSERT_EQ(r->status, 200) << "forward " << i << ": " << r->body;

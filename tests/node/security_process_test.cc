@@ -143,7 +143,8 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
   ASSERT_TRUE(WaitFor(converged, seconds(90)));
 
   const std::string b64 = Base64Encode(ByteSpan(tenzro::testing::ReadAll(hidden)));
-  const json body = {{"model", kModel}, {"layer", 0}, {"d_model", 256}, {"n_tokens", 9}, {"hidden_f32_b64", b64}};
+  const json body = {{"model", kModel},  {"layer", 0},           {"d_model", 256},
+                     {"n_tokens", 9},    {"hidden_f32_b64", b64}, {"wire_dtype", "f32"}};  // exact: == local
   auto admin = c.Admin();
   auto forward = [&](int i) -> json {
     auto r = admin.Send("POST", "/v1/moe/forward-distributed", body.dump());

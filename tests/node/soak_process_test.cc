@@ -173,7 +173,9 @@ TEST(SoakProcessTest, HonestForwardsSurviveAFloodOfEveryPublicRoute) {
 
   const std::string b64 = Base64Encode(ByteSpan(tenzro::testing::ReadAll(hidden)));
   const std::string body =
-      json{{"model", kModel}, {"layer", 0}, {"d_model", 256}, {"n_tokens", 9}, {"hidden_f32_b64", b64}}.dump();
+      json{{"model", kModel},  {"layer", 0},           {"d_model", 256},
+           {"n_tokens", 9},    {"hidden_f32_b64", b64}, {"wire_dtype", "f32"}}  // exact: == local
+          .dump();
   auto admin = c.Admin();
   // One honest forward: its wall time in ms, or -1 (a failure is reported).
   auto forward = [&]() -> double {

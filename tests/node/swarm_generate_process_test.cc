@@ -4,10 +4,11 @@
 //     prepares every expert of both layers (bf16: the checkpoint's own bytes)
 //     but loads none; N1..N3 load them by blob URI, replication 2;
 //   * `tenzro generate` on N0's data dir (no --local) goes through
-//     POST /v1/model/generate: 16 greedy tokens for the reference ChatML
-//     prompt equal the float64 reference's, and the logits equal
-//     `tenzro generate --local`'s bit for bit; every expert call went to a
-//     remote holder;
+//     POST /v1/model/generate: per wire dtype (f32, q8_0 and the default
+//     bf16) the logits equal `tenzro generate --local --wire-dtype`'s bit for
+//     bit (the local run rounds each routed expert's rows the same way); with
+//     f32 the 16 greedy tokens for the reference ChatML prompt equal the
+//     float64 reference's; every expert call went to a remote holder;
 //     (also in text mode: the same text as the local run), and again with
 //     the engine on the spine blob N0 publishes (prepare-dense) instead of
 //     the checkpoint;
@@ -135,36 +136,54 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
   const std::string n0_id = n[0].node_json["node_id"].get<std::string>();
   std::printf("[setup] 4 nodes, 32 expert loads, converged in %.2f s\n", Secs(t0));
 
-  // All-local reference (the same data dir; --local keeps it in-process).
+  // All-local reference (the same data dir; --local keeps it in-process) and
+  // the same generation through the node (the CLI finds N0 and sends the
+  // request there), per wire dtype: the local run rounds each routed
+  // expert's rows as the exec frames do, so the logits are equal bit for bit.
+  // f32 (exact) also gives the float64 reference's greedy tokens; bf16 is
+  // the default (no flag).
   const std::vector<std::string> gen = {"generate", "--model", kModel, "--prompt-tokens", prompt,
                                         "--max-tokens", "16", "--ignore-eos", "--json"};
-  auto args = gen;
-  args.insert(args.end(), {"--local", "--logits-out", tmp.Join("local.f32")});
-  json local = n[0].CliJson(args);
-  ASSERT_EQ(local["tokens"], ref["greedy_ids"]) << local.dump();
-  const std::string local_logits = *ReadTextFile(tmp.Join("local.f32"));
-  ASSERT_EQ(local_logits.size() % 4, 0u);
-  ASSERT_GT(local_logits.size(), 0u);
+  json local, swarm;
+  std::string local_logits;
+  for (const char* dtype : {"f32", "q8_0", "bf16"}) {
+    SCOPED_TRACE(dtype);
+    std::vector<std::string> flag;
+    if (std::string(dtype) != "bf16") flag = {"--wire-dtype", dtype};
+    auto args = gen;
+    args.insert(args.end(), flag.begin(), flag.end());
+    args.insert(args.end(), {"--local", "--logits-out", tmp.Join(std::string("local-") + dtype + ".f32")});
+    local = n[0].CliJson(args);
+    EXPECT_EQ(local.value("wire_dtype", ""), dtype);
+    local_logits = *ReadTextFile(tmp.Join(std::string("local-") + dtype + ".f32"));
+    ASSERT_EQ(local_logits.size() % 4, 0u);
+    ASSERT_GT(local_logits.size(), 0u);
+    if (std::string(dtype) == "f32") ASSERT_EQ(local["tokens"], ref["greedy_ids"]) << local.dump();
 
-  // Through the node: the CLI finds N0 and sends the request there.
-  args = gen;
-  args.insert(args.end(), {"--logits-out", tmp.Join("swarm.f32")});
-  json swarm = n[0].CliJson(args);
-  ASSERT_EQ(swarm.value("executor", ""), "swarm") << swarm.dump();
-  EXPECT_EQ(swarm["tokens"], ref["greedy_ids"]) << swarm.dump();
-  EXPECT_EQ(swarm["text"], local["text"]);
-  EXPECT_TRUE(*ReadTextFile(tmp.Join("swarm.f32")) == local_logits) << "logits differ from the local generation";
-  Calls calls = CallsOf(swarm["layers"]);
-  EXPECT_EQ(calls.local, 0);
-  EXPECT_GT(calls.total, 0);
-  EXPECT_EQ(calls.by_holder.count(n0_id), 0u);
-  for (const auto& [id, k] : calls.by_holder) EXPECT_TRUE(holder_ids.count(id)) << id;
-  // 16 tokens = 1 prefill + 15 decode steps, each one forward per layer.
-  for (const json& l : swarm["layers"]) EXPECT_EQ(l["forwards"], 16) << l.dump();
-  std::printf("[swarm] at %.2f s: prefill %.1f ms, %.2f ms/token decode (%d holder calls); local prefill %.1f ms, "
-              "%.2f ms/token decode\n",
-              Secs(t0), swarm["prefill_ms"].get<double>(), swarm["decode_ms"].get<double>() / 15, calls.total,
-              local["prefill_ms"].get<double>(), local["decode_ms"].get<double>() / 15);
+    args = gen;
+    args.insert(args.end(), flag.begin(), flag.end());
+    args.insert(args.end(), {"--logits-out", tmp.Join(std::string("swarm-") + dtype + ".f32")});
+    swarm = n[0].CliJson(args);
+    ASSERT_EQ(swarm.value("executor", ""), "swarm") << swarm.dump();
+    EXPECT_EQ(swarm.value("wire_dtype", ""), dtype) << swarm.dump();
+    EXPECT_EQ(swarm["tokens"], local["tokens"]) << swarm.dump();
+    EXPECT_EQ(swarm["text"], local["text"]);
+    EXPECT_TRUE(*ReadTextFile(tmp.Join(std::string("swarm-") + dtype + ".f32")) == local_logits)
+        << "logits differ from the local generation";
+    Calls calls = CallsOf(swarm["layers"]);
+    EXPECT_EQ(calls.local, 0);
+    EXPECT_GT(calls.total, 0);
+    EXPECT_EQ(calls.by_holder.count(n0_id), 0u);
+    for (const auto& [id, k] : calls.by_holder) EXPECT_TRUE(holder_ids.count(id)) << id;
+    // 16 tokens = 1 prefill + 15 decode steps, each one forward per layer.
+    for (const json& l : swarm["layers"]) EXPECT_EQ(l["forwards"], 16) << l.dump();
+    std::printf("[swarm %s] at %.2f s: prefill %.1f ms, %.2f ms/token decode (%d holder calls); local prefill "
+                "%.1f ms, %.2f ms/token decode; tokens %s\n",
+                dtype, Secs(t0), swarm["prefill_ms"].get<double>(), swarm["decode_ms"].get<double>() / 15,
+                calls.total, local["prefill_ms"].get<double>(), local["decode_ms"].get<double>() / 15,
+                swarm["tokens"].dump().c_str());
+  }
+  // From here on: the default (bf16) runs.
 
   for (const json& l : swarm["layers"])
     std::printf("[swarm] layer %d: %d forwards, per forward gate+shared %.2f ms, plan %.2f ms, exec %.2f ms, "
@@ -204,11 +223,12 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
   // `--model tenzro://blob/<hash>` goes to the node too, same bits.
   json dense = n[0].CliJson({"moe", "prepare-dense", "--model-id", kModel, "--wait", "--json"});
   ASSERT_EQ(dense.value("state", ""), "done") << dense.dump();
-  args = {"generate", "--model", dense["result"]["uri"].get<std::string>(), "--prompt-tokens", prompt,
-          "--max-tokens", "16", "--ignore-eos", "--json", "--logits-out", tmp.Join("spine.f32")};
+  std::vector<std::string> args = {"generate", "--model", dense["result"]["uri"].get<std::string>(),
+                                   "--prompt-tokens", prompt, "--max-tokens", "16", "--ignore-eos", "--json",
+                                   "--logits-out", tmp.Join("spine.f32")};
   json from_spine = n[0].CliJson(args);
   EXPECT_EQ(from_spine.value("executor", ""), "swarm") << from_spine.dump();
-  EXPECT_EQ(from_spine["tokens"], ref["greedy_ids"]);
+  EXPECT_EQ(from_spine["tokens"], local["tokens"]);
   EXPECT_TRUE(*ReadTextFile(tmp.Join("spine.f32")) == local_logits) << "logits from the spine blob differ";
   EXPECT_EQ(CallsOf(from_spine["layers"]).local, 0);
 
@@ -235,7 +255,8 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
                        {"ignore_eos", true}, {"logits", true}},
                       seconds(120));
     ASSERT_TRUE(after.ok()) << after.message();
-    EXPECT_EQ(after.body["tokens"], ref["greedy_ids"]);
+    EXPECT_EQ(after.body["tokens"], local["tokens"]);
+    EXPECT_EQ(after.body.value("wire_dtype", ""), "bf16");
     auto raw = Base64Decode(after.body.value("logits_f32_b64", ""));
     ASSERT_TRUE(raw);
     EXPECT_TRUE(std::string(raw->begin(), raw->end()) == local_logits) << "logits differ after the failover";
