@@ -79,7 +79,6 @@ struct ForwardOptions {
   std::chrono::milliseconds min_timeout{1000};
   double timeout_factor = 20;
   std::chrono::milliseconds ban{5000};              // a failed holder sits out this long
-<<<<<<< HEAD
   // Hedged calls (exec_calls.h HedgePolicy): a remote call still running
   // hedge_factor x its holder's recent p99 (HolderStatsTable::HedgeAfter,
   // at least hedge_min) after it left is sent to another replica as well
@@ -87,10 +86,7 @@ struct ForwardOptions {
   bool hedge = true;
   double hedge_factor = 1.5;
   std::chrono::microseconds hedge_min{5000};
-  RowType dtype = RowType::kF32;                    // rows on the wire
-=======
   RowType dtype = runtime::kDefaultWireDtype;       // rows on the wire (bf16)
->>>>>>> wire
   SpotCheckOptions spot_check;                      // off by default (fraction 0)
 };
 
