@@ -350,6 +350,7 @@ TEST(ForwardTest, AFrozenHolderIsHedgedOnAReplicaAndItsCallCancelled) {
   ForwardOptions o;
   o.holder_timeout = std::chrono::seconds(20);
   o.min_timeout = std::chrono::seconds(10);
+  o.dtype = RowType::kF32;  // bit for bit the local block
   std::vector<float> out(kTok * kEmbd);
   // Warm up (no hedging) until the holder the planner would ask next has
   // enough samples for a p99 (bounded).
