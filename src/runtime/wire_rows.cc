@@ -1,5 +1,6 @@
 #include "runtime/wire_rows.h"
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -22,14 +23,32 @@ void PutHalf(uint8_t* p, uint16_t h) {
 
 // Q8_0 through quant's codec (the fastest ISA here; every ISA gives the
 // reference's bytes). One row of n values is fine: blocks are independent.
+// The codec reads and writes block_q8_0 (2-byte aligned); rows inside a
+// frame may start at any byte, so an unaligned one goes through a scratch.
+bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % alignof(quant::block_q8_0) == 0; }
+
 void QuantizeQ8(const float* x, size_t n, uint8_t* out) {
   if (n == 0) return;
+  if (!Aligned(out)) {
+    thread_local std::vector<quant::block_q8_0> scratch;
+    scratch.resize(n / kWireQ8Block);
+    QuantizeQ8(x, n, reinterpret_cast<uint8_t*>(scratch.data()));
+    std::memcpy(out, scratch.data(), scratch.size() * sizeof(quant::block_q8_0));
+    return;
+  }
   auto st = quant::QuantizeRows(quant::GgmlType::Q8_0, x, out, 1, static_cast<int64_t>(n));
   (void)st;  // only fails for n % 32 != 0, excluded by the REQUIRES
 }
 
 void DequantizeQ8(const uint8_t* src, size_t n, float* out) {
   if (n == 0) return;
+  if (!Aligned(src)) {
+    thread_local std::vector<quant::block_q8_0> scratch;
+    scratch.resize(n / kWireQ8Block);
+    std::memcpy(scratch.data(), src, scratch.size() * sizeof(quant::block_q8_0));
+    DequantizeQ8(reinterpret_cast<const uint8_t*>(scratch.data()), n, out);
+    return;
+  }
   auto st = quant::DequantizeRows(quant::GgmlType::Q8_0, src, out, 1, static_cast<int64_t>(n));
   (void)st;
 }

@@ -275,12 +275,14 @@ TEST(ForwardTest, DownHolderIsBannedAndItsItemsGoToReplicas) {
   for (const auto& call : r->calls) saw_error |= call.error.has_value();
   EXPECT_EQ(saw_error, a_calls + c_calls > 0);
   EXPECT_LE(r->rounds, 2);
-  // Banned holders are not asked again while the ban lasts.
+  // Banned holders are not asked again while the ban lasts (one the first
+  // forward did not ask may be asked now: it is down, so it fails and is
+  // banned in turn, and the answer is still right).
   std::vector<float> again(kTok * kEmbd);
   ASSERT_TRUE(s.d->Forward(c.Input(), o, again.data()));
   EXPECT_TRUE(BitEqual(again, c.want));
-  EXPECT_EQ(s.net->holders_[kA].calls, a_calls);
-  EXPECT_EQ(s.net->holders_[kC].calls, c_calls);
+  if (a_calls > 0) EXPECT_EQ(s.net->holders_[kA].calls, a_calls);
+  if (c_calls > 0) EXPECT_EQ(s.net->holders_[kC].calls, c_calls);
 }
 
 TEST(ForwardTest, AMeasuredHolderThatHangsCostsTheAdaptiveTimeoutOnly) {
