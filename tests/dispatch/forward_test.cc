@@ -281,8 +281,12 @@ TEST(ForwardTest, DownHolderIsBannedAndItsItemsGoToReplicas) {
   std::vector<float> again(kTok * kEmbd);
   ASSERT_TRUE(s.d->Forward(c.Input(), o, again.data()));
   EXPECT_TRUE(BitEqual(again, c.want));
-  if (a_calls > 0) EXPECT_EQ(s.net->holders_[kA].calls, a_calls);
-  if (c_calls > 0) EXPECT_EQ(s.net->holders_[kC].calls, c_calls);
+  if (a_calls > 0) {
+    EXPECT_EQ(s.net->holders_[kA].calls, a_calls);
+  }
+  if (c_calls > 0) {
+    EXPECT_EQ(s.net->holders_[kC].calls, c_calls);
+  }
 }
 
 TEST(ForwardTest, AMeasuredHolderThatHangsCostsTheAdaptiveTimeoutOnly) {
@@ -371,7 +375,9 @@ TEST(ForwardTest, AFrozenHolderIsHedgedOnAReplicaAndItsCallCancelled) {
     for (const HolderBatch& b : plan->batches)
       if (b.transport != Transport::kLocal && d.stats().HedgeAfter(b.node_id, b.rows, o.hedge_factor, o.hedge_min))
         used = b.node_id;
-    if (used.empty()) ASSERT_TRUE(d.Forward(c.Input(), warm, out.data()));
+    if (used.empty()) {
+      ASSERT_TRUE(d.Forward(c.Input(), warm, out.data()));
+    }
   }
   ASSERT_FALSE(used.empty()) << "no holder measured enough in 40 forwards";
   const std::string other = used == kA ? kB : kA;
