@@ -41,6 +41,10 @@ Result<dispatch::ForwardOptions> ParseForwardOptions(const json& b) {
     if (!b["wire_dtype"].is_string()) return Error::InvalidArgument("request: 'wire_dtype' must be a string");
     TENZRO_TRY(o.dtype, dispatch::ParseRowType(b["wire_dtype"].get<std::string>()));
   }
+  if (b.contains("hedge") && !b["hedge"].is_null()) {
+    if (!b["hedge"].is_boolean()) return Error::InvalidArgument("request: 'hedge' must be true or false");
+    o.hedge = b["hedge"].get<bool>();
+  }
   auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) -> Result<void> {
     if (!b.contains(key) || b[key].is_null()) return Ok();
     if (!b[key].is_number_integer() || b[key].get<int64_t>() < lo || b[key].get<int64_t>() > hi)

@@ -135,9 +135,12 @@ inline std::string OutputBytes(const json& answer) {
 }
 
 // POST /v1/moe/forward-distributed (or /v1/moe/forward when !distributed).
-inline Call Forward(const RunningNode& n, int layer, bool distributed = true, milliseconds timeout = seconds(60)) {
-  return AdminCall(n, "POST", distributed ? "/v1/moe/forward-distributed" : "/v1/moe/forward",
-                   json::parse(ForwardBody(layer)), timeout);
+// `extra` fields are merged into the body (e.g. {"hedge": false}).
+inline Call Forward(const RunningNode& n, int layer, bool distributed = true, milliseconds timeout = seconds(60),
+                    const json& extra = json::object()) {
+  json body = json::parse(ForwardBody(layer));
+  body.update(extra);
+  return AdminCall(n, "POST", distributed ? "/v1/moe/forward-distributed" : "/v1/moe/forward", body, timeout);
 }
 
 // Every visible blob of the store at `blob_dir` re-verifies, and no other

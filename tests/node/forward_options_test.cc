@@ -28,5 +28,19 @@ TEST(ForwardOptionsTest, WireDtypeDefaultsToBf16AndTakesEveryName) {
   }
 }
 
+TEST(ForwardOptionsTest, HedgeIsOnByDefaultAndABooleanTurnsItOff) {
+  auto d = ParseForwardOptions(json::object());
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->hedge);
+  auto off = ParseForwardOptions(json{{"hedge", false}});
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_FALSE(off->hedge);
+  for (const json& bad : {json("no"), json(0)}) {
+    auto o = ParseForwardOptions(json{{"hedge", bad}});
+    ASSERT_FALSE(o) << bad.dump();
+    EXPECT_EQ(o.error().code(), ErrorCode::kInvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace tenzro::node
