@@ -258,8 +258,13 @@ Result<void> AddDispatchService(Node& node, std::shared_ptr<holder::ExpertRuntim
         "tenzro_spot_checks_total{{outcome=\"inconclusive\"}} {}\ntenzro_spot_checks_total{{outcome=\"skipped\"}} {}\n"
         "# HELP tenzro_holder_bans_total Holders this node banned from its plans, by reason.\n"
         "# TYPE tenzro_holder_bans_total counter\n"
-        "tenzro_holder_bans_total{{reason=\"failure\"}} {}\ntenzro_holder_bans_total{{reason=\"wrong_output\"}} {}\n",
-        c.spot_agree, c.spot_mismatch, c.spot_inconclusive, c.spot_skipped, c.bans_failure, c.bans_wrong_output);
+        "tenzro_holder_bans_total{{reason=\"failure\"}} {}\ntenzro_holder_bans_total{{reason=\"wrong_output\"}} {}\n"
+        "# HELP tenzro_hedged_calls_total Holder calls re-sent to another replica after running past the holder's "
+        "p99 (sent), and those the replica answered first (won).\n"
+        "# TYPE tenzro_hedged_calls_total counter\n"
+        "tenzro_hedged_calls_total{{result=\"sent\"}} {}\ntenzro_hedged_calls_total{{result=\"won\"}} {}\n",
+        c.spot_agree, c.spot_mismatch, c.spot_inconclusive, c.spot_skipped, c.bans_failure, c.bans_wrong_output,
+        c.hedges_sent, c.hedges_won);
   });
   return Ok();
 }

@@ -39,6 +39,8 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using tenzro::testing::DataPath;
+using tenzro::testing::MetricSample;
+using tenzro::testing::MetricsText;
 using tenzro::testing::NodeOptions;
 using tenzro::testing::RunningNode;
 using tenzro::testing::StartNode;

@@ -22,22 +22,6 @@ using nlohmann::json;
 
 constexpr const char* kModel = "tiny-qwen35moe";
 
-std::string Metrics(const RunningNode& n) {
-  net::HttpClient c(n.http);
-  auto r = c.Send("GET", "/metrics");
-  return r && r->ok() ? r->body : std::string();
-}
-
-// Value of the sample `series` (name plus labels, exactly as rendered), or -1.
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 && line[series.size()] == ' ')
-      return std::strtod(line.c_str() + series.size() + 1, nullptr);
-  return -1;
-}
-
 bool HasFamily(const std::string& text, const std::string& name, const std::string& type) {
   return text.find("# TYPE " + name + " " + type + "\n") != std::string::npos;
 }
@@ -53,7 +37,7 @@ TEST(DashboardMetricsTest, NewFamiliesAppearAndMoveAfterAForward) {
   oa.run_args = {"--swarm-refresh-ms", "500", "--swarm-ttl-s", "30", "--dht-port", "0"};
   RunningNode a = StartNode(tmp.Join("a"), oa);
   ASSERT_TRUE(a.running());
-  const std::string m0 = Metrics(a);
+  const std::string m0 = MetricsText(a);
   for (auto [name, type] : std::vector<std::pair<const char*, const char*>>{
            {"tenzro_forwards_total", "counter"},
            {"tenzro_forward_stage_seconds", "histogram"},
@@ -67,8 +51,8 @@ TEST(DashboardMetricsTest, NewFamiliesAppearAndMoveAfterAForward) {
            {"tenzro_dht_peers", "gauge"},
            {"tenzro_declarations_seen_total", "counter"}})
     EXPECT_TRUE(HasFamily(m0, name, type)) << name << "\n" << m0;
-  EXPECT_EQ(Sample(m0, "tenzro_forwards_total{outcome=\"ok\"}"), 0);
-  EXPECT_EQ(Sample(m0, BytesSeries("local", "exec", "sent")), 0);
+  EXPECT_EQ(MetricSample(m0, "tenzro_forwards_total{outcome=\"ok\"}"), 0);
+  EXPECT_EQ(MetricSample(m0, BytesSeries("local", "exec", "sent")), 0);
 
   ASSERT_EQ(a.Cli({"moe", "catalog-add", "--model", kModel, "--checkpoint", DataPath("moe/tiny-qwen35moe-Q4_K_M.gguf")})
                 .exit_code,
@@ -92,12 +76,12 @@ TEST(DashboardMetricsTest, NewFamiliesAppearAndMoveAfterAForward) {
     ASSERT_TRUE((ex < 4 ? a : b).CliJson(args).is_object()) << ex;
   }
   // B fetched 4 verified blobs over HTTP from A.
-  const std::string mb = Metrics(b);
-  EXPECT_EQ(Sample(mb, "tenzro_blob_fetches_total{transport=\"http\",outcome=\"ok\"}"), 4) << mb;
-  EXPECT_GT(Sample(mb, "tenzro_blob_fetch_bytes_total{transport=\"http\"}"), 4 * 100000) << mb;
-  EXPECT_GE(Sample(mb, BytesSeries("http", "blob", "received")), Sample(mb, "tenzro_blob_fetch_bytes_total{transport=\"http\"}"));
-  EXPECT_EQ(Sample(mb, "tenzro_blob_verify_failures_total{transport=\"http\"}"), 0);
-  EXPECT_GT(Sample(Metrics(a), BytesSeries("http", "blob", "sent")), 4 * 100000);
+  const std::string mb = MetricsText(b);
+  EXPECT_EQ(MetricSample(mb, "tenzro_blob_fetches_total{transport=\"http\",outcome=\"ok\"}"), 4) << mb;
+  EXPECT_GT(MetricSample(mb, "tenzro_blob_fetch_bytes_total{transport=\"http\"}"), 4 * 100000) << mb;
+  EXPECT_GE(MetricSample(mb, BytesSeries("http", "blob", "received")), MetricSample(mb, "tenzro_blob_fetch_bytes_total{transport=\"http\"}"));
+  EXPECT_EQ(MetricSample(mb, "tenzro_blob_verify_failures_total{transport=\"http\"}"), 0);
+  EXPECT_GT(MetricSample(MetricsText(a), BytesSeries("http", "blob", "sent")), 4 * 100000);
 
   // A sees B's experts, then forwards: some experts local, some on B.
   ASSERT_TRUE(WaitFor([&] {
@@ -114,27 +98,27 @@ TEST(DashboardMetricsTest, NewFamiliesAppearAndMoveAfterAForward) {
   r = a.Admin().Send("POST", "/v1/moe/forward-distributed", body.dump());
   ASSERT_TRUE(r && r->status == 400) << (r ? r->body : r.error().ToString());
 
-  const std::string m1 = Metrics(a);
-  EXPECT_EQ(Sample(m1, "tenzro_forwards_total{outcome=\"ok\"}"), 1) << m1;
-  EXPECT_EQ(Sample(m1, "tenzro_forwards_total{outcome=\"error\"}"), 1) << m1;
+  const std::string m1 = MetricsText(a);
+  EXPECT_EQ(MetricSample(m1, "tenzro_forwards_total{outcome=\"ok\"}"), 1) << m1;
+  EXPECT_EQ(MetricSample(m1, "tenzro_forwards_total{outcome=\"error\"}"), 1) << m1;
   for (const char* stage : {"gate", "shared", "plan", "exec", "combine", "dispatch", "total"}) {
     const std::string lbl = std::string("{stage=\"") + stage + "\"";
-    EXPECT_EQ(Sample(m1, "tenzro_forward_stage_seconds_count" + lbl + "}"), 1) << stage;
-    EXPECT_EQ(Sample(m1, "tenzro_forward_stage_seconds_bucket" + lbl + ",le=\"+Inf\"}"), 1) << stage;
-    EXPECT_GE(Sample(m1, "tenzro_forward_stage_seconds_sum" + lbl + "}"), 0) << stage;
+    EXPECT_EQ(MetricSample(m1, "tenzro_forward_stage_seconds_count" + lbl + "}"), 1) << stage;
+    EXPECT_EQ(MetricSample(m1, "tenzro_forward_stage_seconds_bucket" + lbl + ",le=\"+Inf\"}"), 1) << stage;
+    EXPECT_GE(MetricSample(m1, "tenzro_forward_stage_seconds_sum" + lbl + "}"), 0) << stage;
   }
-  EXPECT_GT(Sample(m1, BytesSeries("local", "exec", "sent")), 0) << m1;
-  EXPECT_GT(Sample(m1, BytesSeries("local", "exec", "received")), 0) << m1;
-  const double remote_sent = Sample(m1, BytesSeries("quic", "exec", "sent")) + Sample(m1, BytesSeries("http", "exec", "sent"));
+  EXPECT_GT(MetricSample(m1, BytesSeries("local", "exec", "sent")), 0) << m1;
+  EXPECT_GT(MetricSample(m1, BytesSeries("local", "exec", "received")), 0) << m1;
+  const double remote_sent = MetricSample(m1, BytesSeries("quic", "exec", "sent")) + MetricSample(m1, BytesSeries("http", "exec", "sent"));
   const double remote_recv =
-      Sample(m1, BytesSeries("quic", "exec", "received")) + Sample(m1, BytesSeries("http", "exec", "received"));
+      MetricSample(m1, BytesSeries("quic", "exec", "received")) + MetricSample(m1, BytesSeries("http", "exec", "received"));
   EXPECT_GT(remote_sent, 0) << m1;
   EXPECT_GT(remote_recv, 0) << m1;
   // B served those calls: it received at least the rows A sent (plus frame headers).
-  const std::string mb2 = Metrics(b);
-  const double b_recv = Sample(mb2, BytesSeries("quic", "exec", "received")) + Sample(mb2, BytesSeries("http", "exec", "received"));
+  const std::string mb2 = MetricsText(b);
+  const double b_recv = MetricSample(mb2, BytesSeries("quic", "exec", "received")) + MetricSample(mb2, BytesSeries("http", "exec", "received"));
   EXPECT_GE(b_recv, remote_sent) << mb2;
-  EXPECT_GT(Sample(mb2, "tenzro_cache_hits_total") + Sample(mb2, "tenzro_cache_misses_total"), 0) << mb2;
+  EXPECT_GT(MetricSample(mb2, "tenzro_cache_hits_total") + MetricSample(mb2, "tenzro_cache_misses_total"), 0) << mb2;
 
   // The dashboard's state lists the forward with its stage times.
   net::HttpClient pub(a.http);
@@ -176,15 +160,15 @@ TEST(DashboardMetricsTest, NodeMetricsCountsOutcomesAndKeepsTheLastForwards) {
   }
   std::string out;
   m.Render(out);
-  EXPECT_EQ(Sample(out, "tenzro_blob_fetches_total{transport=\"http\",outcome=\"ok\"}"), 1);
-  EXPECT_EQ(Sample(out, "tenzro_blob_fetches_total{transport=\"http\",outcome=\"corruption\"}"), 1);
-  EXPECT_EQ(Sample(out, "tenzro_blob_fetches_total{transport=\"quic\",outcome=\"unavailable\"}"), 1);
-  EXPECT_EQ(Sample(out, "tenzro_blob_fetch_bytes_total{transport=\"http\"}"), 1000);
-  EXPECT_EQ(Sample(out, "tenzro_blob_verify_failures_total{transport=\"http\"}"), 1);
-  EXPECT_EQ(Sample(out, "tenzro_forwards_total{outcome=\"ok\"}"), 20);
-  EXPECT_EQ(Sample(out, "tenzro_forwards_total{outcome=\"error\"}"), 5);
-  EXPECT_EQ(Sample(out, "tenzro_forward_stage_seconds_count{stage=\"total\"}"), 20);  // ok forwards only
-  EXPECT_EQ(Sample(out, "tenzro_forward_stage_seconds_bucket{stage=\"total\",le=\"0.0025\"}"), 20);
+  EXPECT_EQ(MetricSample(out, "tenzro_blob_fetches_total{transport=\"http\",outcome=\"ok\"}"), 1);
+  EXPECT_EQ(MetricSample(out, "tenzro_blob_fetches_total{transport=\"http\",outcome=\"corruption\"}"), 1);
+  EXPECT_EQ(MetricSample(out, "tenzro_blob_fetches_total{transport=\"quic\",outcome=\"unavailable\"}"), 1);
+  EXPECT_EQ(MetricSample(out, "tenzro_blob_fetch_bytes_total{transport=\"http\"}"), 1000);
+  EXPECT_EQ(MetricSample(out, "tenzro_blob_verify_failures_total{transport=\"http\"}"), 1);
+  EXPECT_EQ(MetricSample(out, "tenzro_forwards_total{outcome=\"ok\"}"), 20);
+  EXPECT_EQ(MetricSample(out, "tenzro_forwards_total{outcome=\"error\"}"), 5);
+  EXPECT_EQ(MetricSample(out, "tenzro_forward_stage_seconds_count{stage=\"total\"}"), 20);  // ok forwards only
+  EXPECT_EQ(MetricSample(out, "tenzro_forward_stage_seconds_bucket{stage=\"total\",le=\"0.0025\"}"), 20);
   json recent = m.RecentForwards();
   ASSERT_EQ(recent.size(), node::NodeMetrics::kRecentForwards);
   EXPECT_EQ(recent[0]["layer"], 24);

@@ -159,7 +159,9 @@ TEST(ManifestProcessTest, APoisonedExpertIsNeverAdoptedUsedOrListedByANodeInMani
   for (const json& e : map["experts"])
     for (const json& h : e["holders"]) EXPECT_NE(h, c_id) << map.dump();
   for (const json& h : map["holders"])
-    if (h["node_id"] == c_id) EXPECT_EQ(h["experts"], 0) << map.dump();  // declared, nothing accepted
+    if (h["node_id"] == c_id) {
+      EXPECT_EQ(h["experts"], 0) << map.dump();  // declared, nothing accepted
+    }
 }
 
 }  // namespace

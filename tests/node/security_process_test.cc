@@ -46,6 +46,8 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 using tenzro::testing::DataPath;
+using tenzro::testing::MetricSample;
+using tenzro::testing::MetricsText;
 using tenzro::testing::NodeOptions;
 using tenzro::testing::ReadF32;
 using tenzro::testing::RelL2;
@@ -63,19 +65,6 @@ std::string NodeId(const RunningNode& n) {
   if (!r || r->status != 200) return "";
   json s = json::parse(r->body, nullptr, false);
   return s.is_object() ? s.value("node_id", "") : "";
-}
-
-std::string Metrics(const RunningNode& n) {
-  net::HttpClient c(n.http);
-  auto r = c.Send("GET", "/metrics");
-  return r && r->status == 200 ? r->body : "";
-}
-
-// The value of one sample line ("name{labels} value") in Prometheus text; -1 if absent.
-double Sample(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
 }
 
 TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
@@ -198,11 +187,11 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
     }
   }
   EXPECT_GE(agreed, 1);
-  const std::string m = Metrics(c);
-  EXPECT_EQ(Sample(m, "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1) << m;
-  EXPECT_GE(Sample(m, "tenzro_spot_checks_total{outcome=\"mismatch\"}"), 1) << m;
-  EXPECT_GE(Sample(m, "tenzro_spot_checks_total{outcome=\"agree\"}"), 1) << m;
-  EXPECT_GE(Sample(m, "tenzro_holder_bans_total{reason=\"failure\"}"), 0) << m;
+  const std::string m = MetricsText(c);
+  EXPECT_EQ(MetricSample(m, "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1) << m;
+  EXPECT_GE(MetricSample(m, "tenzro_spot_checks_total{outcome=\"mismatch\"}"), 1) << m;
+  EXPECT_GE(MetricSample(m, "tenzro_spot_checks_total{outcome=\"agree\"}"), 1) << m;
+  EXPECT_GE(MetricSample(m, "tenzro_holder_bans_total{reason=\"failure\"}"), 0) << m;
   // The ban shows in C's holder stats.
   auto plan = admin.Send("POST", "/v1/moe/plan-dispatch", json{{"model", kModel}, {"routings", json::array()}}.dump());
   ASSERT_TRUE(plan && plan->status == 200);
@@ -248,7 +237,7 @@ TEST(SecurityProcessTest, SpotChecksCatchAndBanALyingHolder) {
     for (const json& hc : j["spot_checks"]["calls"]) EXPECT_NE(hc["node_id"], liar2);
     EXPECT_TRUE(j["spot_checks"]["banned"].empty()) << j["spot_checks"].dump();
   }
-  EXPECT_EQ(Sample(Metrics(c), "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1);
+  EXPECT_EQ(MetricSample(MetricsText(c), "tenzro_holder_bans_total{reason=\"wrong_output\"}"), 1);
   EXPECT_EQ(l2.Stop(), 0) << l2.proc->Log();
 
   for (int i = 0; i < 2; ++i) EXPECT_EQ(h[i].Stop(), 0) << h[i].proc->Log();
@@ -346,8 +335,8 @@ TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
   ASSERT_FALSE(absent_b);
   EXPECT_EQ(absent_b.error().code(), ErrorCode::kNotFound) << absent_b.error().ToString();
 
-  const std::string m = Metrics(n);
-  EXPECT_EQ(Sample(m, "tenzro_peer_rate_limited_total"), 7) << m;  // 5 HTTP, 2 QUIC
+  const std::string m = MetricsText(n);
+  EXPECT_EQ(MetricSample(m, "tenzro_peer_rate_limited_total"), 7) << m;  // 5 HTTP, 2 QUIC
 
   // Names from the network: a blob hash must be 64 hex digits before the
   // store is touched (no path, no traversal).
@@ -381,8 +370,8 @@ TEST(SecurityProcessTest, PerPeerRateLimitNetworkNamesAndPrivateFiles) {
   EXPECT_GE(fresh_refused_at, 0) << "new keys reset the rate limit";
   EXPECT_LE(fresh_refused_at, 10);
   EXPECT_EQ(StatusFrom("127.0.0.9", n.http, "GET", absent), 429);
-  const std::string m2 = Metrics(n);
-  EXPECT_GE(Sample(m2, "tenzro_peer_prefix_rate_limited_total"), 2) << m2;
+  const std::string m2 = MetricsText(n);
+  EXPECT_GE(MetricSample(m2, "tenzro_peer_prefix_rate_limited_total"), 2) << m2;
   EXPECT_EQ(n.Stop(), 0) << n.proc->Log();
 }
 

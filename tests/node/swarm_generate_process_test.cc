@@ -158,7 +158,9 @@ TEST(SwarmGenerateProcess, GreedyTokensAndLogitsEqualLocalAndSurviveAHolderKill)
     local_logits = *ReadTextFile(tmp.Join(std::string("local-") + dtype + ".f32"));
     ASSERT_EQ(local_logits.size() % 4, 0u);
     ASSERT_GT(local_logits.size(), 0u);
-    if (std::string(dtype) == "f32") ASSERT_EQ(local["tokens"], ref["greedy_ids"]) << local.dump();
+    if (std::string(dtype) == "f32") {
+      ASSERT_EQ(local["tokens"], ref["greedy_ids"]) << local.dump();
+    }
 
     args = gen;
     args.insert(args.end(), flag.begin(), flag.end());

@@ -78,4 +78,21 @@ json PrepareTinyLayer(const RunningNode& n, const std::string& model, int layer,
   return job.value("state", "") == "done" ? job["result"] : json();
 }
 
+std::string MetricsText(const RunningNode& n) {
+  net::HttpClient c(n.http);
+  auto r = c.Send("GET", "/metrics");
+  return r && r->status == 200 ? r->body : std::string();
+}
+
+double MetricSample(const std::string& text, const std::string& series) {
+  size_t at = 0;
+  while ((at = text.find(series, at)) != std::string::npos) {
+    const bool line_start = at == 0 || text[at - 1] == '\n';
+    const size_t end = at + series.size();
+    if (line_start && end < text.size() && text[end] == ' ') return std::strtod(text.c_str() + end + 1, nullptr);
+    at = end;
+  }
+  return -1;
+}
+
 }  // namespace tenzro::testing

@@ -68,4 +68,12 @@ RunningNode StartNode(const std::string& dir, const NodeOptions& options = {});
 nlohmann::json PrepareTinyLayer(const RunningNode& n, const std::string& model, int layer,
                                 std::vector<std::string> extra = {"--gate"});
 
+// GET /metrics on the node's public listener ("" on any failure).
+std::string MetricsText(const RunningNode& n);
+
+// The value of the sample `series` (name plus labels, exactly as rendered,
+// e.g. `tenzro_hedged_calls_total{result="won"}`) in Prometheus text; -1
+// when absent.
+double MetricSample(const std::string& text, const std::string& series);
+
 }  // namespace tenzro::testing
