@@ -7,7 +7,9 @@
 //   BM_FirstCall                     a fresh client's first exec call: the
 //        QUIC handshake plus one 1-row call.
 //   BM_BlobFetch/<transport>         a 64 MiB blob, every chunk group verified
-//        (FetchRangesQuic over /iroh-bytes/4 vs FetchRangesHttp over GET /blobs/).
+//        (FetchRangesQuic over /iroh-bytes/4 vs FetchRangesHttp over GET /blobs/);
+//        counters: the holder's packets per send system call, gso (1 = UDP
+//        segmentation offload in use).
 // Both servers share one io_context thread and one worker pool, as in a node.
 #include <benchmark/benchmark.h>
 
@@ -207,6 +209,12 @@ BENCHMARK(BM_FirstCall)->Iterations(30)->UseRealTime()->Unit(benchmark::kMicrose
 void BM_BlobFetch(benchmark::State& state) {
   bool use_quic = state.range(0) == 1;
   Holder& h = TheHolder();
+  auto server_stats = [&h] {
+    std::promise<quic::EndpointStats> p;
+    boost::asio::post(h.io, [&] { p.set_value(h.quic->stats()); });
+    return p.get_future().get();
+  };
+  const quic::EndpointStats s0 = server_stats();
   for (auto _ : state) {
     uint64_t got = 0;
     auto sink = [&](uint64_t, ByteSpan b) -> Result<void> {
@@ -220,6 +228,14 @@ void BM_BlobFetch(benchmark::State& state) {
       state.SkipWithError(r ? "short fetch" : r.error().ToString().c_str());
       break;
     }
+  }
+  if (use_quic) {
+    // The holder's sends: packets per system call (UDP_SEGMENT runs and
+    // sendmmsg batches) and whether segmentation offload is on.
+    const quic::EndpointStats s1 = server_stats();
+    const double calls = static_cast<double>(s1.send_calls - s0.send_calls);
+    state.counters["pkts_per_send"] = calls > 0 ? static_cast<double>(s1.datagrams_out - s0.datagrams_out) / calls : 0;
+    state.counters["gso"] = s1.gso ? 1 : 0;
   }
   state.SetLabel(use_quic ? "quic /iroh-bytes/4" : "http GET /blobs/");
   state.SetBytesProcessed(state.iterations() * int64_t{kBlobBytes});

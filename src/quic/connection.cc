@@ -512,6 +512,7 @@ void Connection::Terminate(const Error& why, const ngtcp2_connection_close_error
     }
   }
   timer_.cancel();
+  timer_at_ = std::chrono::steady_clock::time_point::max();
   // Fail every stream and waiter.
   for (auto& [id, s] : streams_) {
     if (!s->error_) s->error_ = why;
@@ -664,18 +665,21 @@ std::chrono::nanoseconds Connection::PacingDelay(uint64_t bytes) const {
 void Connection::UpdateTimer(std::optional<std::chrono::nanoseconds> soon) {
   if (state_ >= State::kClosing || conn_ == nullptr) return;
   uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
-  if (expiry == UINT64_MAX && !soon) {
-    timer_.cancel();
-    return;
-  }
+  if (expiry == UINT64_MAX && !soon) return;  // an armed timer may fire: harmless
   uint64_t now = Now();
   auto delay = expiry == UINT64_MAX ? *soon : std::chrono::nanoseconds(expiry > now ? expiry - now : 0);
   if (soon && *soon < delay) delay = *soon;
-  timer_.expires_after(delay);
+  const auto at = std::chrono::steady_clock::now() + delay;
+  if (timer_at_ <= at) return;  // armed for earlier already
+  timer_at_ = at;
+  timer_.expires_at(at);
   std::weak_ptr<Connection> weak = weak_from_this();
   timer_.async_wait([weak](const boost::system::error_code& ec) {
-    if (ec) return;
-    if (auto c = weak.lock()) c->OnTimer();
+    if (ec) return;  // re-armed (its new wait is pending) or the connection closed
+    if (auto c = weak.lock()) {
+      c->timer_at_ = std::chrono::steady_clock::time_point::max();
+      c->OnTimer();
+    }
   });
 }
 

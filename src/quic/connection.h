@@ -156,6 +156,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ngtcp2_path_storage path_{};
   std::vector<std::string> cids_;  // ids registered with the endpoint
   boost::asio::steady_timer timer_;
+  // When timer_ fires (time_point::max() = not armed). UpdateTimer re-arms
+  // only for an earlier deadline: firing early is harmless (OnTimer handles
+  // what expired, which may be nothing, and re-arms), and re-arming after
+  // every flush cost a timerfd_settime system call each.
+  std::chrono::steady_clock::time_point timer_at_ = std::chrono::steady_clock::time_point::max();
   boost::asio::steady_timer close_timer_;
   bool flush_pending_ = false;
   std::optional<Error> failure_;  // why it closed

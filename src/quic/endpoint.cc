@@ -3,9 +3,12 @@
 #include <gnutls/crypto.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <boost/asio/post.hpp>
+#include <cstring>
 #include <deque>
 #include <spdlog/spdlog.h>
 
@@ -19,6 +22,11 @@ namespace {
 constexpr size_t kRecvBatch = 16;
 constexpr size_t kRecvBuf = 65536;
 constexpr size_t kMaxPendingTx = 4096;
+// One UDP_SEGMENT send: at most this many packets (the kernel's
+// UDP_MAX_SEGMENTS is 64 on the oldest kernels with GSO) and bytes (an IP
+// datagram's payload limit, with room for the headers).
+constexpr size_t kGsoMaxSegments = 64;
+constexpr size_t kGsoMaxBytes = 65000;
 
 Result<udp::endpoint> Resolve(const net::Endpoint& ep) {
   std::string host = ep.host == "localhost" ? "127.0.0.1" : ep.host;
@@ -42,6 +50,11 @@ struct Endpoint::Socket {
   std::array<mmsghdr, kRecvBatch> rx_msgs{};
   std::array<iovec, kRecvBatch> rx_iov{};
   std::array<sockaddr_storage, kRecvBatch> rx_from{};
+  struct alignas(cmsghdr) Control {
+    char b[CMSG_SPACE(sizeof(int))];
+  };
+  std::array<Control, kRecvBatch> rx_ctl{};
+  bool gso = false;  // UDP_SEGMENT sends (off for good after the kernel refuses one)
   // Packets that could not be sent at once (socket buffer full).
   std::deque<std::pair<udp::endpoint, Bytes>> pending;
   bool write_wait = false;
@@ -61,6 +74,7 @@ EndpointStats Endpoint::stats() const {
   s.inflight_request_peak = b.peak;
   s.requests_refused_budget = b.refused;
   s.requests_refused_budget_per_ip = b.refused_per_ip;
+  s.gso = sock_ && sock_->gso;
   return s;
 }
 
@@ -85,6 +99,14 @@ Result<std::unique_ptr<Endpoint>> Endpoint::Create(asio::io_context& io, const i
   const int one = 1;
   if (local.protocol() == udp::v4()) ::setsockopt(s.native_handle(), IPPROTO_IP, IP_RECVERR, &one, sizeof one);
   else ::setsockopt(s.native_handle(), IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
+  if (ep->options_.segmentation_offload) {
+    // GRO: the kernel may hand over several packets of one flow as one
+    // datagram, with their segment size in a UDP_GRO control message.
+    ::setsockopt(s.native_handle(), IPPROTO_UDP, UDP_GRO, &one, sizeof one);
+    int seg = 0;
+    socklen_t len = sizeof seg;
+    ep->sock_->gso = ::getsockopt(s.native_handle(), IPPROTO_UDP, UDP_SEGMENT, &seg, &len) == 0;
+  }
   udp::endpoint bound = s.local_endpoint(ec);
   std::memcpy(&ep->sock_->local, bound.data(), bound.size());
   ep->sock_->local_len = static_cast<ngtcp2_socklen>(bound.size());
@@ -145,6 +167,10 @@ nlohmann::json Endpoint::StatsJson() const {
           {"datagrams_out", stats_.datagrams_out},
           {"bytes_in", stats_.bytes_in},
           {"bytes_out", stats_.bytes_out},
+          {"send_calls", stats_.send_calls},
+          {"gso", sock_ && sock_->gso},
+          {"gso_sends", stats_.gso_sends},
+          {"gro_receives", stats_.gro_receives},
           {"dropped", stats_.dropped},
           {"accepted", stats_.accepted},
           {"dialed", stats_.dialed},
@@ -185,6 +211,8 @@ void Endpoint::OnReadable() {
       s.rx_msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
       s.rx_msgs[i].msg_hdr.msg_iov = &s.rx_iov[i];
       s.rx_msgs[i].msg_hdr.msg_iovlen = 1;
+      s.rx_msgs[i].msg_hdr.msg_control = s.rx_ctl[i].b;
+      s.rx_msgs[i].msg_hdr.msg_controllen = sizeof s.rx_ctl[i].b;
       s.rx_msgs[i].msg_len = 0;
     }
     int n = ::recvmmsg(s.sock.native_handle(), s.rx_msgs.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
@@ -204,9 +232,26 @@ void Endpoint::OnReadable() {
         continue;
       }
       udp::endpoint from;
-      std::memcpy(from.data(), h.msg_name, std::min<size_t>(h.msg_namelen, sizeof(sockaddr_storage)));
-      from.resize(h.msg_namelen);
-      Dispatch(std::span<const uint8_t>(s.rx.data() + i * kRecvBuf, s.rx_msgs[i].msg_len), from);
+      std::memcpy(from.data(), h.msg_name, std::min<size_t>(h.msg_namelen, from.capacity()));
+      from.resize(std::min<size_t>(h.msg_namelen, from.capacity()));
+      // A coalesced datagram (UDP_GRO): packets of gso_size bytes, the last
+      // one possibly shorter.
+      size_t seg = 0;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c))
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+          int v = 0;
+          std::memcpy(&v, CMSG_DATA(c), sizeof v);
+          if (v > 0) seg = static_cast<size_t>(v);
+        }
+      const uint8_t* data = s.rx.data() + i * kRecvBuf;
+      const size_t len = s.rx_msgs[i].msg_len;
+      if (seg == 0 || seg >= len) {
+        Dispatch(std::span<const uint8_t>(data, len), from);
+      } else {
+        ++stats_.gro_receives;
+        for (size_t off = 0; off < len && !shut_down_; off += seg)
+          Dispatch(std::span<const uint8_t>(data + off, std::min(seg, len - off)), from);
+      }
       if (shut_down_) return;
     }
     if (static_cast<size_t>(n) < kRecvBatch) return;
@@ -245,8 +290,8 @@ void Endpoint::DrainErrors() {
     }
     if (!unreachable || h.msg_namelen == 0) continue;
     udp::endpoint dest;
-    std::memcpy(dest.data(), &to, std::min<size_t>(h.msg_namelen, sizeof(sockaddr_storage)));
-    dest.resize(h.msg_namelen);
+    std::memcpy(dest.data(), &to, std::min<size_t>(h.msg_namelen, dest.capacity()));
+    dest.resize(std::min<size_t>(h.msg_namelen, dest.capacity()));
     std::vector<std::shared_ptr<Connection>> hit;
     for (auto& [raw, c] : conns_)
       if (c->remote() == dest && !c->is_closed()) hit.push_back(c);
@@ -365,31 +410,73 @@ void Endpoint::Send(const udp::endpoint& to, std::span<const std::span<const uin
   Socket& s = *sock_;
   size_t i = 0;
   if (s.pending.empty()) {
-    std::array<mmsghdr, 32> msgs{};
-    std::array<iovec, 32> iov{};
+    // Up to kMsgs sendmmsg entries per call; with GSO an entry carries a run
+    // of packets of one size (the run's last one may be shorter) as iovecs,
+    // with that size in a UDP_SEGMENT control message.
+    constexpr size_t kMsgs = 32;
+    std::array<mmsghdr, kMsgs> msgs{};
+    std::array<iovec, kMsgs * 4> iov{};  // without GSO one per entry; with it runs share the rest
+    std::array<Socket::Control, kMsgs> ctl{};
+    std::array<size_t, kMsgs + 1> first{};  // first packet of each entry
     while (i < packets.size()) {
-      size_t n = std::min<size_t>(packets.size() - i, msgs.size());
-      for (size_t k = 0; k < n; ++k) {
-        iov[k] = {const_cast<uint8_t*>(packets[i + k].data()), packets[i + k].size()};
-        msgs[k].msg_hdr = {};
-        msgs[k].msg_hdr.msg_name = const_cast<void*>(static_cast<const void*>(to.data()));
-        msgs[k].msg_hdr.msg_namelen = static_cast<socklen_t>(to.size());
-        msgs[k].msg_hdr.msg_iov = &iov[k];
-        msgs[k].msg_hdr.msg_iovlen = 1;
+      size_t m = 0, k = i, v = 0;
+      while (m < kMsgs && k < packets.size() && v < iov.size()) {
+        first[m] = k;
+        const size_t seg = packets[k].size();
+        size_t cnt = 0, bytes = 0;
+        do {
+          const size_t len = packets[k].size();
+          iov[v++] = {const_cast<uint8_t*>(packets[k].data()), len};
+          bytes += len;
+          ++cnt;
+          ++k;
+          if (len < seg) break;  // a shorter packet ends the run
+        } while (s.gso && k < packets.size() && v < iov.size() && cnt < kGsoMaxSegments &&
+                 packets[k].size() <= seg && bytes + packets[k].size() <= kGsoMaxBytes);
+        msghdr& h = msgs[m].msg_hdr;
+        h = {};
+        h.msg_name = const_cast<void*>(static_cast<const void*>(to.data()));
+        h.msg_namelen = static_cast<socklen_t>(to.size());
+        h.msg_iov = &iov[v - cnt];
+        h.msg_iovlen = cnt;
+        if (cnt > 1) {
+          h.msg_control = ctl[m].b;
+          h.msg_controllen = sizeof ctl[m].b;
+          cmsghdr* c = CMSG_FIRSTHDR(&h);
+          c->cmsg_level = IPPROTO_UDP;
+          c->cmsg_type = UDP_SEGMENT;
+          c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+          const uint16_t seg16 = static_cast<uint16_t>(seg);
+          std::memcpy(CMSG_DATA(c), &seg16, sizeof seg16);
+          h.msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+        }
+        ++m;
       }
-      int sent = ::sendmmsg(s.sock.native_handle(), msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT);
+      first[m] = k;
+      ++stats_.send_calls;
+      int sent = ::sendmmsg(s.sock.native_handle(), msgs.data(), static_cast<unsigned>(m), MSG_DONTWAIT);
       if (sent < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+        if (s.gso && msgs[0].msg_hdr.msg_iovlen > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
+          // The kernel or the device cannot segment: one datagram per packet from now on.
+          spdlog::info("QUIC: UDP segmentation offload refused ({}); sending one datagram per packet",
+                       std::strerror(errno));
+          s.gso = false;
+          continue;
+        }
         // Unreachable peer and the like: the packets are lost; QUIC recovers or times out.
-        i += n;
+        i = first[1];
         continue;
       }
-      for (int k = 0; k < sent; ++k) {
-        ++stats_.datagrams_out;
-        stats_.bytes_out += packets[i + k].size();
+      for (int q = 0; q < sent; ++q) {
+        if (msgs[q].msg_hdr.msg_iovlen > 1) ++stats_.gso_sends;
+        for (size_t p = first[q]; p < first[q + 1]; ++p) {
+          ++stats_.datagrams_out;
+          stats_.bytes_out += packets[p].size();
+        }
       }
-      i += static_cast<size_t>(sent);
-      if (static_cast<size_t>(sent) < n) break;
+      i = first[static_cast<size_t>(sent)];
+      if (static_cast<size_t>(sent) < m) break;
     }
   }
   if (i == packets.size()) return;
@@ -412,6 +499,7 @@ void Endpoint::FlushPendingTx() {
   Socket& s = *sock_;
   while (!s.pending.empty()) {
     auto& [to, pkt] = s.pending.front();
+    ++stats_.send_calls;
     ssize_t n = ::sendto(s.sock.native_handle(), pkt.data(), pkt.size(), MSG_DONTWAIT,
                          static_cast<const sockaddr*>(static_cast<const void*>(to.data())),
                          static_cast<socklen_t>(to.size()));

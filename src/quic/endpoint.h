@@ -13,7 +13,8 @@
 //
 // Dialed connections are kept and reused per (node id, ALPN) until they
 // close (idle timeout, error, peer close). Incoming datagrams are read in
-// batches (recvmmsg) and packets are sent in batches (sendmmsg). Datagrams
+// batches (recvmmsg, coalesced by UDP_GRO) and packets are sent in batches
+// (sendmmsg, equal-sized runs as one UDP_SEGMENT send). Datagrams
 // that are not QUIC, not for a known connection and not a valid client
 // Initial are dropped and counted; so are Initials beyond max_connections.
 // Request bytes the protocols buffer are charged to one budget shared by
@@ -68,6 +69,13 @@ struct EndpointOptions {
   uint64_t max_stream_window = 16u << 20;              // auto-tuning limits
   uint64_t max_connection_window = 64u << 20;
   int socket_buffer_bytes = 8 << 20;                   // SO_SNDBUF / SO_RCVBUF asked for
+  // Segmentation offload: a batch of equal-sized packets to one peer leaves
+  // in one sendmmsg entry with UDP_SEGMENT (GSO), and the socket takes
+  // coalesced datagrams with UDP_GRO (split back into packets here). The
+  // kernel cuts them into ordinary datagrams on the wire; where it cannot
+  // (an old kernel, a device without checksum offload) the endpoint falls
+  // back to one datagram per packet by itself (EndpointStats::gso).
+  bool segmentation_offload = true;
   // Request bytes buffered or being handled, all connections and protocols
   // together, and from one remote IP address (request_budget.h); a stream
   // whose bytes would pass either is reset (kStreamBusy). 0 = unlimited.
@@ -93,6 +101,10 @@ struct EndpointStats {
   uint64_t inflight_request_bytes = 0, inflight_request_peak = 0;
   uint64_t requests_refused_budget = 0, requests_refused_budget_per_ip = 0;
   uint64_t send_blocked = 0;          // sendmmsg would block: packets queued
+  uint64_t send_calls = 0;            // sendmmsg/sendto system calls
+  uint64_t gso_sends = 0;             // sendmmsg entries that carried several packets (UDP_SEGMENT)
+  uint64_t gro_receives = 0;          // datagrams received coalesced (UDP_GRO), split here
+  bool gso = false;                   // segmentation offload in use now
   uint64_t peers_unreachable = 0;     // ICMP unreachable errors that ended connections
   uint64_t peers_silent = 0;          // dialed connections ended after dead_after of silence
 };

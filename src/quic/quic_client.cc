@@ -57,6 +57,9 @@ class ChannelHandler : public StreamHandler {
   explicit ChannelHandler(std::shared_ptr<StreamChannel> ch) : ch_(std::move(ch)) {}
   size_t OnData(Stream&, ByteSpan data, bool fin) override {
     std::lock_guard<std::mutex> lock(ch_->mu);
+    // A reader waits only on an empty queue: wake it for the first piece
+    // (and at the end), not for every packet it will find queued anyway.
+    const bool wake = ch_->chunks.empty() || fin;
     // Packets arrive ~1.4 KB at a time: gather them into 64 KiB pieces.
     if (!data.empty()) {
       if (ch_->chunks.empty() || ch_->chunks.back().size() + data.size() > kPiece) {
@@ -66,7 +69,7 @@ class ChannelHandler : public StreamHandler {
       ch_->chunks.back().insert(ch_->chunks.back().end(), data.begin(), data.end());
     }
     if (fin) ch_->fin = true;
-    ch_->cv.notify_all();
+    if (wake) ch_->cv.notify_all();
     return 0;
   }
   void OnClose(Stream&, const std::optional<Error>& error) override {
