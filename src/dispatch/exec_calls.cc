@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -130,13 +131,20 @@ Result<void> MatchAnswer(const ExecRequest& req, const ExecResponse& resp) {
   return Ok();
 }
 
+int SlowStartRoundTrips(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  return static_cast<int>(std::ceil(std::log2(1.0 + static_cast<double>(bytes) / 12000.0)));
+}
+
 std::chrono::milliseconds CallTimeout(const HolderBatch& b, const std::map<std::string, HolderStats>& stats,
-                                      const ForwardOptions& opt, bool adaptive) {
+                                      const ForwardOptions& opt, bool adaptive, uint64_t wire_bytes) {
   auto st = stats.find(b.node_id);
   if (!adaptive || b.transport == Transport::kLocal || st == stats.end() || !st->second.measured ||
       st->second.rows_per_s <= 0)
     return opt.holder_timeout;
-  const double expect_ms = st->second.rtt_ms + b.rows / st->second.rows_per_s * 1000.0;
+  // The first round trip is in the fit's base already.
+  const int extra_trips = std::max(0, SlowStartRoundTrips(wire_bytes) - 1);
+  const double expect_ms = st->second.rtt_ms * (1 + extra_trips) + b.rows / st->second.rows_per_s * 1000.0;
   const auto t = std::chrono::milliseconds(static_cast<int64_t>(opt.timeout_factor * expect_ms));
   return std::clamp(t, std::min(opt.min_timeout, opt.holder_timeout), opt.holder_timeout);
 }

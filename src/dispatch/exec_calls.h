@@ -58,9 +58,19 @@ Result<void> MatchAnswer(const ExecRequest& req, const ExecResponse& resp);
 
 // The deadline of a call: holder_timeout, or (adaptive) sooner for a
 // measured remote holder: max(min_timeout, timeout_factor x its expected
-// time), at most holder_timeout.
+// time), at most holder_timeout. The expected time is the holder's fitted
+// base plus its fitted time for the rows, with the base paid once more for
+// every round trip that `wire_bytes` (the rows one way) need from a cold
+// congestion window (SlowStartRoundTrips): on a long path a large call
+// (a prefill's) takes several round trips before its last byte arrives,
+// which a fit over small decode calls does not show.
 std::chrono::milliseconds CallTimeout(const HolderBatch& b, const std::map<std::string, HolderStats>& stats,
-                                      const ForwardOptions& opt, bool adaptive);
+                                      const ForwardOptions& opt, bool adaptive, uint64_t wire_bytes = 0);
+
+// Round trips a transfer of `bytes` needs in slow start from QUIC's initial
+// window (10 packets of 1,200 bytes, doubling every round trip):
+// ceil(log2(1 + bytes / 12,000)); 0 for no bytes.
+int SlowStartRoundTrips(uint64_t bytes);
 
 // Fills `c.req` for `c.batch` (c.timeout set): experts in item order, rows
 // gathered from in.x. Local calls take f32 rows; with `round_local` they are

@@ -227,7 +227,8 @@ std::vector<Call> Dispatcher::MakeCalls(std::vector<HolderBatch> batches, const 
   for (size_t b = 0; b < batches.size(); ++b) {
     Call& c = calls[b];
     c.batch = std::move(batches[b]);
-    c.timeout = CallTimeout(c.batch, stats, opt, adaptive);
+    c.timeout = CallTimeout(c.batch, stats, opt, adaptive,
+                            RowBytesOnWire(opt.dtype, c.batch.rows * static_cast<uint64_t>(in.d_model)));
     FillRequest(c, in, opt.dtype, next_request_id_++, round_local);
   }
   return calls;

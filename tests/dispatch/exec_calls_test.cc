@@ -3,6 +3,7 @@
 // when the caller is itself a thread of the pool; answers checked against
 // their request; no executor is an error.
 #include "dispatch/exec_calls.h"
+#include "dispatch/forward.h"
 
 #include <gtest/gtest.h>
 
@@ -114,6 +115,41 @@ TEST(ExecCallsTest, WrongAnswerAndMissingExecutorFailTheCall) {
   ASSERT_FALSE(calls[1].resp);
   EXPECT_EQ(calls[1].resp.error().code(), ErrorCode::kUnsupported);
   EXPECT_FALSE(calls[1].Outcome().remote);
+}
+
+TEST(ExecCallsTest, SlowStartRoundTripsDoubleTheWindowEachTrip) {
+  EXPECT_EQ(SlowStartRoundTrips(0), 0);
+  EXPECT_EQ(SlowStartRoundTrips(1), 1);
+  EXPECT_EQ(SlowStartRoundTrips(12000), 1);        // the initial window
+  EXPECT_EQ(SlowStartRoundTrips(12001), 2);
+  EXPECT_EQ(SlowStartRoundTrips(3 * 12000), 2);    // 12 + 24 KB
+  EXPECT_EQ(SlowStartRoundTrips(7 * 12000), 3);    // 12 + 24 + 48 KB
+  EXPECT_EQ(SlowStartRoundTrips(800000), 7);       // a 133-row bf16 prefill call at d_model 3072
+}
+
+// A measured holder 50 ms away: a one-row decode call keeps the short
+// deadline, a prefill-sized call gets one base per extra slow-start round
+// trip (the WAN bench's 16 streams at 50 ms and 1 % loss ran past the old
+// deadline in every round), capped by holder_timeout.
+TEST(ExecCallsTest, CallTimeoutScalesWithTheBytesAndTheHoldersRoundTrip) {
+  ForwardOptions opt;  // min 1 s, factor 20, max 10 s
+  HolderBatch b;
+  b.node_id = "h";
+  b.transport = Transport::kQuic;
+  std::map<std::string, HolderStats> stats;
+  stats["h"].measured = true;
+  stats["h"].rtt_ms = 50;
+  stats["h"].rows_per_s = 20000;
+  b.rows = 1;
+  EXPECT_EQ(CallTimeout(b, stats, opt, true, 6144).count(), 1001);  // 20 x (50 + 0.05) ms
+  b.rows = 133;
+  const auto big = CallTimeout(b, stats, opt, true, 133 * 6144);
+  EXPECT_EQ(big.count(), 7133);  // 20 x (7 x 50 + 6.65) ms
+  EXPECT_EQ(CallTimeout(b, stats, opt, true, 0).count(), 1133);  // bytes unknown: the fit alone
+  EXPECT_EQ(CallTimeout(b, stats, opt, true, 64ull << 20).count(), 10000);  // capped by holder_timeout
+  stats["h"].rtt_ms = 2;  // loopback: the 1 s floor
+  EXPECT_EQ(CallTimeout(b, stats, opt, true, 133 * 6144).count(), 1000);
+  EXPECT_EQ(CallTimeout(b, stats, opt, false, 133 * 6144).count(), 10000);  // not adaptive
 }
 
 }  // namespace
