@@ -149,7 +149,7 @@ std::chrono::milliseconds CallTimeout(const HolderBatch& b, const std::map<std::
   return std::clamp(t, std::min(opt.min_timeout, opt.holder_timeout), opt.holder_timeout);
 }
 
-void FillRequest(Call& c, const ForwardInput& in, RowType wire, uint64_t request_id, bool round_local) {
+void FillRequest(Call& c, const ForwardInput& in, RowType wire, uint64_t request_id) {
   const bool local = !c.remote();
   c.req.request_id = request_id;
   c.req.model = in.model;
@@ -164,7 +164,7 @@ void FillRequest(Call& c, const ForwardInput& in, RowType wire, uint64_t request
     eb.rows.resize(it.tokens.size() * in.d_model);
     for (size_t i = 0; i < it.tokens.size(); ++i)
       std::memcpy(eb.rows.data() + i * in.d_model, in.x + it.tokens[i] * in.d_model, in.d_model * sizeof(float));
-    if (local && round_local) RoundRows(eb.rows, wire);
+    if (local) RoundRows(eb.rows, wire);
   }
 }
 

@@ -73,10 +73,10 @@ std::chrono::milliseconds CallTimeout(const HolderBatch& b, const std::map<std::
 int SlowStartRoundTrips(uint64_t bytes);
 
 // Fills `c.req` for `c.batch` (c.timeout set): experts in item order, rows
-// gathered from in.x. Local calls take f32 rows; with `round_local` they are
-// first rounded to the wire dtype, so a local re-run sees what a remote
-// holder saw.
-void FillRequest(Call& c, const ForwardInput& in, RowType wire, uint64_t request_id, bool round_local);
+// gathered from in.x. Remote calls send them as `wire`; a local call takes
+// f32 rows rounded to `wire` first (runtime::RoundWireRows), so this node's
+// own experts see what a holder would.
+void FillRequest(Call& c, const ForwardInput& in, RowType wire, uint64_t request_id);
 
 // Hedged calls. A remote call still running `after(call)` after it left
 // (nullopt: never) gets a hedge: `make(call)`, the same experts and rows

@@ -175,9 +175,12 @@ bool Dispatcher::RunRound(ForwardState& s, FailoverPolicy& policy) {
   s.report.plan_ms += MsSince(t_plan);
   if (policy.OnPlan(plan) == PlanStep::kStop) return false;
 
-  // Deadlines adapted to what each holder is expected to take, except in the last round.
+  // Deadlines adapted to what each holder is expected to take, except in the
+  // last round. This node's own experts see their rows rounded to the wire
+  // dtype, in and out (below), as a holder's do: a forward then computes the
+  // same bits whichever of its experts are local (runtime/wire_rows.h).
   std::vector<Call> calls =
-      MakeCalls(std::move(plan.batches), s.in, s.opt, /*adaptive=*/!policy.last_round(), /*round_local=*/false);
+      MakeCalls(std::move(plan.batches), s.in, s.opt, /*adaptive=*/!policy.last_round());
   HedgePolicy hedge;
   hedge.after = [&](const Call& c) {
     return stats_.HedgeAfter(c.batch.node_id, c.batch.rows, s.opt.hedge_factor, s.opt.hedge_min);
@@ -189,7 +192,7 @@ bool Dispatcher::RunRound(ForwardState& s, FailoverPolicy& policy) {
     Plan p = PlanWith(s.in.model, c.batch.items, s.live, excluded);
     if (p.batches.size() != 1 || !p.unheld.empty() || p.batches[0].transport == Transport::kLocal)
       return std::nullopt;
-    std::vector<Call> h = MakeCalls(std::move(p.batches), s.in, s.opt, !policy.last_round(), false);
+    std::vector<Call> h = MakeCalls(std::move(p.batches), s.in, s.opt, !policy.last_round());
     return std::move(h[0]);
   };
   const auto t_exec = Clock::now();
@@ -209,8 +212,9 @@ bool Dispatcher::RunRound(ForwardState& s, FailoverPolicy& policy) {
   for (Call& c : calls) {
     s.report.calls.push_back(ReportCall(c, round, s.start));
     if (c.lost || !c.resp || c.resp->error) continue;
-    for (const ExecResult& r : c.resp->experts) {
+    for (ExecResult& r : c.resp->experts) {
       if (!decision.done.count(r.expert)) continue;
+      if (!c.remote()) RoundRows(r.rows, s.opt.dtype);  // a holder's answer comes back rounded
       const runtime::ExpertTokens& toks = s.by_expert.at(r.expert);
       for (size_t i = 0; i < toks.size(); ++i)
         std::memcpy(s.ys.data() + toks[i].second * d, r.rows.data() + i * d, d * sizeof(float));
@@ -221,7 +225,7 @@ bool Dispatcher::RunRound(ForwardState& s, FailoverPolicy& policy) {
 }
 
 std::vector<Call> Dispatcher::MakeCalls(std::vector<HolderBatch> batches, const ForwardInput& in,
-                                        const ForwardOptions& opt, bool adaptive, bool round_local) {
+                                        const ForwardOptions& opt, bool adaptive) {
   const auto stats = stats_.Snapshot();
   std::vector<Call> calls(batches.size());
   for (size_t b = 0; b < batches.size(); ++b) {
@@ -229,7 +233,7 @@ std::vector<Call> Dispatcher::MakeCalls(std::vector<HolderBatch> batches, const 
     c.batch = std::move(batches[b]);
     c.timeout = CallTimeout(c.batch, stats, opt, adaptive,
                             RowBytesOnWire(opt.dtype, c.batch.rows * static_cast<uint64_t>(in.d_model)));
-    FillRequest(c, in, opt.dtype, next_request_id_++, round_local);
+    FillRequest(c, in, opt.dtype, next_request_id_++);
   }
   return calls;
 }
@@ -269,7 +273,7 @@ std::map<int, Error> Dispatcher::SpotCheck(ForwardState& s, const FailoverPolicy
     }
     Plan plan = PlanWith(s.in.model, work, s.live, excluded);
     std::vector<Call> calls =
-        MakeCalls(std::move(plan.batches), s.in, s.opt, /*adaptive=*/true, /*round_local=*/true);
+        MakeCalls(std::move(plan.batches), s.in, s.opt, /*adaptive=*/true);
     RunCalls(calls);
     std::map<int, SpotAnswer> got;
     for (Call& c : calls) {

@@ -160,7 +160,7 @@ class Dispatcher {
   bool RunRound(ForwardState& s, FailoverPolicy& policy);
   // The calls of `batches`, requests filled, deadlines set.
   std::vector<Call> MakeCalls(std::vector<HolderBatch> batches, const ForwardInput& in, const ForwardOptions& opt,
-                              bool adaptive, bool round_local);
+                              bool adaptive);
   void RunCalls(std::vector<Call>& calls, const HedgePolicy* hedge = nullptr);
   void Ban(const HolderBan& ban);
   // Step 6 of Forward (spot_check_runner.h): the experts whose rows were

@@ -224,15 +224,18 @@ TEST(ForwardTest, HalfPrecisionWireIsCloseButRounded) {
   }
 }
 
-// Per wire dtype, a forward whose experts all run on remote holders (rows
-// through real exec frames) is bit for bit the local block that rounds each
-// routed expert's input and output rows through the same dtype
-// (MoeBlockOptions::wire, what model::LocalMoeExecutor uses); and for the
-// rounding dtypes it differs from the exact block.
+// Per wire dtype, a forward whose experts run on remote holders (rows
+// through real exec frames), alone or next to this node's own experts, is
+// bit for bit the local block that rounds each routed expert's input and
+// output rows through the same dtype (MoeBlockOptions::wire, what
+// model::LocalMoeExecutor uses); and for the rounding dtypes it differs from
+// the exact block.
 TEST(ForwardTest, WireDtypeMatchesTheLocalBlockRoundedTheSameWay) {
+  for (bool mixed : {false, true}) {
+  SCOPED_TRACE(mixed ? "local and remote experts" : "remote experts only");
   Swarm s;
   Case c;
-  s.local.clear();  // everything remote
+  if (!mixed) s.local.clear();  // everything remote
   for (RowType t : {RowType::kF32, RowType::kBf16, RowType::kF16, RowType::kQ8_0}) {
     runtime::MoeBlockWeights mb;
     mb.router = W().router;
@@ -250,6 +253,11 @@ TEST(ForwardTest, WireDtypeMatchesTheLocalBlockRoundedTheSameWay) {
     ASSERT_TRUE(r) << r.error().ToString();
     EXPECT_TRUE(BitEqual(out, want)) << RowTypeName(t);
     EXPECT_EQ(BitEqual(out, c.want), t == RowType::kF32) << RowTypeName(t);
+    int local = 0, remote = 0;
+    for (const auto& call : r->calls) (call.target.transport == Transport::kLocal ? local : remote)++;
+    EXPECT_GE(remote, 1);
+    EXPECT_EQ(local >= 1, mixed);
+  }
   }
   ForwardOptions def;
   EXPECT_EQ(def.dtype, RowType::kBf16);
