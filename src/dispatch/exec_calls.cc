@@ -66,6 +66,7 @@ struct CallGroup {
       std::lock_guard<std::mutex> lock(mu);
       a.sent = t0;
     }
+    cv.notify_all();  // the caller's hedge clock for this call starts now
     Result<ExecResponse> r = a.ex ? a.ex->ExecCancellable(a.target, a.req, a.timeout, a.cancel)
                                   : Result<ExecResponse>(Error::Unsupported("no {} executor",
                                                                             TransportName(a.target.transport)));
@@ -274,12 +275,8 @@ void RunCalls(std::vector<Call>& calls, const std::function<Executor*(Transport)
       }
       wake = wake ? std::min(*wake, steal_at) : steal_at;
     }
-    // Until an attempt finishes or the next hedge time; a call whose send
-    // time is not known yet is looked at again soon.
-    bool unsent = false;
-    for (const Slot& sl : slots)
-      if (!sl.resolved && sl.first->sent == Clock::time_point{}) unsent = true;
-    if (unsent && hedge) wake = wake ? std::min(*wake, now + std::chrono::milliseconds(1)) : now + std::chrono::milliseconds(1);
+    // Until an attempt starts (its hedge time is known then) or finishes, or
+    // the next hedge time.
     if (wake) group->cv.wait_until(lock, *wake);
     else group->cv.wait(lock);
   }
