@@ -1,5 +1,8 @@
 #include "dispatch/executor.h"
 
+#include <memory>
+#include <mutex>
+
 #include "net/json_http.h"
 
 namespace tenzro::dispatch {
@@ -38,11 +41,35 @@ void HttpExecutor::Give(const std::string& key, std::unique_ptr<net::HttpClient>
 
 Result<ExecResponse> HttpExecutor::Exec(const HolderTarget& target, const ExecRequest& req,
                                         std::chrono::milliseconds timeout) {
+  CancelToken never;
+  return ExecCancellable(target, req, timeout, never);
+}
+
+Result<ExecResponse> HttpExecutor::ExecCancellable(const HolderTarget& target, const ExecRequest& req,
+                                                   std::chrono::milliseconds timeout, CancelToken& cancel) {
   TENZRO_TRY(net::Endpoint ep, net::ParseEndpoint(target.endpoint));
   const Bytes body = EncodeExecRequest(req);
   auto client = Take(ep, timeout);
+  // The cancel callback may run on another thread at any time: it aborts the
+  // client only while this call still owns it.
+  struct Owner {
+    std::mutex mu;
+    net::HttpClient* client = nullptr;
+  };
+  auto owner = std::make_shared<Owner>();
+  owner->client = client.get();
+  cancel.OnCancel([owner] {
+    std::lock_guard<std::mutex> lock(owner->mu);
+    if (owner->client) owner->client->Abort();
+  });
   auto r = client->Send("POST", "/v1/moe/exec",
                         std::string_view(reinterpret_cast<const char*>(body.data()), body.size()), kExecContentType);
+  {
+    std::lock_guard<std::mutex> lock(owner->mu);
+    owner->client = nullptr;
+  }
+  if (cancel.cancelled())  // aborted, or about to be: not for reuse
+    return Error::Unavailable("call to holder {} ({}) cancelled", target.node_id.substr(0, 12), ep.Url());
   if (!r) return r.error().WithContext(fmt::format("holder {} ({})", target.node_id.substr(0, 12), ep.Url()));
   if (r->content_type != kExecContentType) {
     return net::ErrorFromHttp(r->status, r->body)

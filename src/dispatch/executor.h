@@ -66,8 +66,9 @@ class LocalExecutor : public Executor {
 };
 
 // POST <endpoint>/v1/moe/exec. Keeps idle connections per endpoint for
-// reuse (at most `max_idle_per_endpoint`); a connection that failed is
-// dropped.
+// reuse (at most `max_idle_per_endpoint`); a connection that failed or whose
+// call was cancelled is dropped. A cancelled call (a hedge's loser) aborts
+// its connection, so it ends at once instead of at its answer or deadline.
 class HttpExecutor : public Executor {
  public:
   explicit HttpExecutor(std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(2000),
@@ -75,6 +76,8 @@ class HttpExecutor : public Executor {
       : connect_timeout_(connect_timeout), max_idle_(max_idle_per_endpoint) {}
   Result<ExecResponse> Exec(const HolderTarget& target, const ExecRequest& req,
                             std::chrono::milliseconds timeout) override;
+  Result<ExecResponse> ExecCancellable(const HolderTarget& target, const ExecRequest& req,
+                                       std::chrono::milliseconds timeout, CancelToken& cancel) override;
 
  private:
   std::unique_ptr<net::HttpClient> Take(const net::Endpoint& ep, std::chrono::milliseconds timeout);

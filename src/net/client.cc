@@ -203,6 +203,18 @@ HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
 
 void HttpClient::SetBearerToken(std::string token) { impl_->token = std::move(token); }
 const Endpoint& HttpClient::server() const { return impl_->server; }
+void HttpClient::Abort() {
+  // Posting to the private io_context is thread-safe; the handler runs on
+  // the owning thread inside its Run(), where the socket lives.
+  Impl* impl = impl_.get();
+  asio::post(impl->ioc, [impl] {
+    if (!impl->stream) return;
+    beast::error_code ec;
+    impl->stream->socket().cancel(ec);
+    impl->stream->socket().close(ec);
+  });
+}
+
 void HttpClient::Close() { impl_->Disconnect(); }
 
 Result<ClientResponse> HttpClient::Send(std::string_view method, std::string_view target, std::string_view body,

@@ -12,7 +12,7 @@
 // malformed response -> kCorruption. An HTTP error status is NOT an error
 // here: the caller gets the status and body (see json_http.h JsonFromHttp).
 //
-// Thread-safety: none; use one HttpClient per thread.
+// Thread-safety: none; use one HttpClient per thread — except Abort().
 #pragma once
 
 #include <chrono>
@@ -79,6 +79,11 @@ class HttpClient {
 
   // Closes the kept-alive connection, if any.
   void Close();
+
+  // From any thread: ends the request in progress on the owning thread (it
+  // fails kUnavailable, "operation canceled") or, when none is, the next
+  // one. A client that was aborted is for throwing away, not for reuse.
+  void Abort();
 
  private:
   struct Impl;

@@ -247,5 +247,37 @@ TEST(ExecHttpTest, AHolderPastItsDeadlineIsReplaced) {
   EXPECT_EQ(r->rounds, 2);
 }
 
+// A hedge's loser over HTTP: cancelling the call aborts its connection, so
+// the call ends at once (not when the slow holder answers 1.5 s later or at
+// its 30 s deadline), and the executor's next call to that holder works on
+// a fresh connection.
+TEST(ExecHttpTest, ACancelledCallEndsAtOnce) {
+  Holder slow("a", {0}, /*slow=*/true);
+  HttpExecutor ex;
+  const HolderTarget t{"a", Transport::kHttp, slow.endpoint().Url()};
+  CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    cancel.Cancel();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = ex.ExecCancellable(t, Request(0), std::chrono::seconds(30), cancel);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  canceller.join();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable) << r.error().ToString();
+  EXPECT_NE(r.error().ToString().find("cancelled"), std::string::npos) << r.error().ToString();
+  EXPECT_LT(took, milliseconds(1000));  // the holder sleeps 1,500 ms
+  auto again = ex.Exec(t, Request(0), std::chrono::seconds(30));
+  ASSERT_TRUE(again) << again.error().ToString();
+  ASSERT_EQ(again->experts.size(), 1u);
+  EXPECT_FALSE(again->experts[0].error);
+  // Already cancelled before the call: it still ends at once.
+  CancelToken done;
+  done.Cancel();
+  auto pre = ex.ExecCancellable(t, Request(0), std::chrono::seconds(30), done);
+  EXPECT_FALSE(pre);
+}
+
 }  // namespace
 }  // namespace tenzro::dispatch

@@ -64,7 +64,9 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
   };
 
   // A: the bootstrap node and preparer.
-  RunningNode a = StartNode(tmp.Join("a"), {.global_args = {}, .run_args = flags({})});
+  NodeOptions ao;
+  ao.run_args = flags({});
+  RunningNode a = StartNode(tmp.Join("a"), ao);
   ASSERT_TRUE(a.running());
   ASSERT_TRUE(a.node_json.contains("dht_port")) << a.node_json.dump();
   ASSERT_TRUE(a.node_json.contains("node_id"));
@@ -83,8 +85,9 @@ TEST(SwarmProcessTest, FiveNodesConvergeExpireRejectForgeriesAndRebalance) {
   // B..E join through A.
   std::vector<RunningNode> h;
   for (int i = 0; i < 4; ++i) {
-    h.push_back(StartNode(tmp.Join(std::string(1, char('b' + i))),
-                          {.global_args = {}, .run_args = flags({"--bootstrap", boot, "--memory-budget", "4MiB"})}));
+    NodeOptions ho;
+    ho.run_args = flags({"--bootstrap", boot, "--memory-budget", "4MiB"});
+    h.push_back(StartNode(tmp.Join(std::string(1, char('b' + i))), ho));
     ASSERT_TRUE(h.back().running());
   }
   std::vector<std::string> ids;
