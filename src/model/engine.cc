@@ -44,12 +44,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
   return e;
 }
 
-Result<std::unique_ptr<Session>> Engine::NewSession(int max_tokens, bool rollback) {
+Result<std::unique_ptr<Session>> Engine::NewSession(int max_tokens, int rollback_tokens) {
+  if (rollback_tokens < 0 || rollback_tokens > Session::kMaxRollbackTokens)
+    return Error::InvalidArgument("rollback steps of {} tokens: at most {}", rollback_tokens,
+                                  Session::kMaxRollbackTokens);
   if (max_tokens <= 0) max_tokens = std::max(1, hp_.n_ctx_train);
   if (max_tokens > (1 << 20)) return Error::InvalidArgument("session of {} positions: at most {}", max_tokens, 1 << 20);
-  uint64_t bytes = Session::BytesFor(hp_, max_tokens) + (rollback ? Session::RollbackBytes(hp_) : 0);
+  uint64_t bytes = Session::BytesFor(hp_, max_tokens) + Session::RollbackBytes(hp_, rollback_tokens);
   TENZRO_CHECK_OK(budget_->Reserve(bytes));
-  return std::unique_ptr<Session>(new Session(hp_, max_tokens, rollback, budget_, bytes));
+  return std::unique_ptr<Session>(new Session(hp_, max_tokens, rollback_tokens, budget_, bytes));
 }
 
 Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& logits) {
@@ -66,11 +69,9 @@ Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& l
                                       in.tokens.size(), in.session->max_tokens());
     for (int32_t t : in.tokens)
       if (t < 0 || t >= hp_.n_vocab) return Error::InvalidArgument("step: token id {} outside [0, {})", t, hp_.n_vocab);
-    if (in.rollback && !in.session->rollback_enabled())
-      return Error::InvalidArgument("step: rollback asked of a session created without it");
-    if (in.rollback && in.tokens.size() > static_cast<size_t>(Session::kMaxRollbackTokens))
-      return Error::InvalidArgument("step: {} tokens with rollback, at most {}", in.tokens.size(),
-                                    Session::kMaxRollbackTokens);
+    if (in.rollback && in.tokens.size() > static_cast<size_t>(in.session->rollback_max()))
+      return Error::InvalidArgument("step: {} tokens with rollback, the session allows {}", in.tokens.size(),
+                                    in.session->rollback_max());
     n_rows += static_cast<int>(in.tokens.size());
     n_out += in.all_logits ? static_cast<int>(in.tokens.size()) : 1;
   }

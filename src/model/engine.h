@@ -71,17 +71,19 @@ class Engine {
   const SessionBudget& budget() const { return *budget_; }
 
   // A sequence that can hold `max_tokens` positions (<= 0: the model's
-  // training context); with `rollback`, it also reserves what rollback
-  // steps need (Session::RollbackBytes). kResourceExhausted when the session
-  // budget cannot take it; kInvalidArgument for a size over 1M positions.
-  Result<std::unique_ptr<Session>> NewSession(int max_tokens = 0, bool rollback = false);
+  // training context); with rollback_tokens > 0, rollback steps of up to
+  // that many tokens are allowed and what they need is reserved too
+  // (Session::RollbackBytes). kResourceExhausted when the session budget
+  // cannot take it; kInvalidArgument for a size over 1M positions or
+  // rollback_tokens outside [0, Session::kMaxRollbackTokens].
+  Result<std::unique_ptr<Session>> NewSession(int max_tokens = 0, int rollback_tokens = 0);
 
   struct SeqInput {
     Session* session;
     std::span<const int32_t> tokens;  // at least one
     bool all_logits = false;          // logits for every token, else the last only
-    // Keep what Rollback needs (REQUIRES a session created with rollback on,
-    // at most Session::kMaxRollbackTokens tokens; else kInvalidArgument).
+    // Keep what Rollback needs (at most the session's rollback_max() tokens,
+    // else kInvalidArgument).
     bool rollback = false;
   };
   // Feeds each sequence's tokens and writes logits into `logits` (resized):

@@ -21,7 +21,8 @@ namespace {
 // generation past max_tokens nor the session past its capacity.
 std::vector<int32_t> NextDraft(const Session& session, int32_t tok, const GenerateOptions& o, int generated,
                                int32_t n_vocab, std::vector<int32_t>& hist) {
-  const int room = std::min(o.max_tokens - generated - 1, session.max_tokens() - session.n_past() - 1);
+  const int room = std::min({o.max_tokens - generated - 1, session.max_tokens() - session.n_past() - 1,
+                             session.rollback_max() - 1});
   if (o.draft.draft_max <= 0 || room <= 0) return {};
   const auto& all = session.tokens();
   const size_t tail = static_cast<size_t>(o.draft.scan_max) + static_cast<size_t>(o.draft.ngram_max) + 1;
@@ -49,8 +50,8 @@ Result<GenerateResult> Generate(Engine& engine, Session& session, std::span<cons
   if (options.max_tokens < 0) return Error::InvalidArgument("generate: max_tokens {} < 0", options.max_tokens);
   if (session.n_past() != 0) return Error::InvalidArgument("generate: the session is not fresh");
   TENZRO_CHECK_OK(options.draft.Validate());
-  if (options.draft.draft_max > 0 && !session.rollback_enabled())
-    return Error::InvalidArgument("generate: drafts need a session created with rollback on");
+  if (options.draft.draft_max > 0 && session.rollback_max() < 2)
+    return Error::InvalidArgument("generate: drafts need a session created with rollback steps (rollback_tokens >= 2)");
   TENZRO_TRY(Sampler sampler, Sampler::Create(options.sampling));
   for (int32_t t : prompt) sampler.Accept(t);
   using Clock = std::chrono::steady_clock;

@@ -13,7 +13,8 @@
 // fed, so rows = prompt + generated - 1, as the shared reference counts them).
 //
 // Speculative decoding (draft.draft_max > 0; the session must be created
-// with rollback on): each decode step feeds the last token plus a
+// with rollback steps, Engine::NewSession's rollback_tokens >= 2; drafts are
+// cut to rollback_tokens - 1): each decode step feeds the last token plus a
 // prompt-lookup draft (draft.h) with all logits, verifies the draft row by
 // row — greedy: a drafted token stands iff it is the argmax; at a
 // temperature, Sampler::SampleDraft's rule — delivers the accepted tokens

@@ -19,8 +19,8 @@
 // first j tokens' delta rule from there (the same kernel on the same inputs:
 // bit-identical to a step that fed only those j). Those bytes are reserved
 // with the session (RollbackBytes: one more copy of the fixed delta-net state
-// plus kMaxRollbackTokens tokens of per-token inputs), so the budget bounds
-// them too.
+// plus the per-token inputs of the rollback step size the session was
+// created for, at most kMaxRollbackTokens), so the budget bounds them too.
 //
 // A session is used by one step at a time (the engine's caller serialises).
 // A step that fails midway leaves the state inconsistent: the session is
@@ -68,11 +68,12 @@ class Session {
 
   // Bytes a session of `max_tokens` positions reserves for a model.
   static uint64_t BytesFor(const HParams& hp, int max_tokens);
-  // Tokens one rollback step may feed, and the extra bytes a session created
-  // with rollback on reserves for it.
+  // Tokens one rollback step may feed at most, and the extra bytes a session
+  // whose rollback steps feed up to `tokens` reserves for them (0 for 0).
   static constexpr int kMaxRollbackTokens = 64;
-  static uint64_t RollbackBytes(const HParams& hp);
-  bool rollback_enabled() const { return rollback_enabled_; }
+  static uint64_t RollbackBytes(const HParams& hp, int tokens);
+  // Tokens a rollback step on this session may feed (0: no rollback).
+  int rollback_max() const { return rollback_max_; }
   // Tokens the last step fed with SeqInput::rollback (0: none, or already
   // rolled back / followed by another step).
   int rollback_tokens() const { return undo_n_; }
@@ -99,14 +100,14 @@ class Session {
 
  private:
   friend class Engine;
-  Session(const HParams& hp, int max_tokens, bool rollback, std::shared_ptr<SessionBudget> budget,
+  Session(const HParams& hp, int max_tokens, int rollback_max, std::shared_ptr<SessionBudget> budget,
           uint64_t reserved);
 
   std::vector<Kv> kv_;    // per layer (empty vectors for delta-net layers)
   std::vector<Ssm> ssm_;  // per layer (empty for attention layers)
   std::vector<SsmUndo> undo_;  // per layer, rollback sessions only
   int undo_n_ = 0;
-  bool rollback_enabled_ = false;
+  int rollback_max_ = 0;
   std::vector<int32_t> tokens_;
   int n_past_ = 0;
   int max_tokens_ = 0;

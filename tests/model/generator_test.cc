@@ -93,7 +93,7 @@ TEST(GeneratorTest, SpeculativeGreedyMatchesReference) {
     Ref ref = LoadRef(oracle ? name + 7 : name);
     auto e = OpenTiny();
     ASSERT_TRUE(e);
-    auto s = e->NewSession(256, true);
+    auto s = e->NewSession(256, 9);
     GenerateOptions o = Speculative(4);
     if (oracle)
       o.drafter = [&](std::span<const int32_t> h, int max) {
@@ -146,7 +146,7 @@ TEST(GeneratorTest, SpeculativeGreedyEqualsPlainGreedy) {
           d.push_back(g % 7 == 3 ? (truth[g] + 1) % 1024 : truth[g]);
         return d;
       };
-      auto a = e->NewSession(256), b = e->NewSession(256, true);
+      auto a = e->NewSession(256), b = e->NewSession(256, 9);
       auto ra = Generate(*e, **a, ref.prompt, plain, nullptr);
       auto rb = Generate(*e, **b, ref.prompt, spec, nullptr);
       ASSERT_TRUE(ra && rb);
@@ -160,7 +160,7 @@ TEST(GeneratorTest, SpeculativeGreedyEqualsPlainGreedy) {
       // Prompt lookup (mostly rejected here): the same tokens and bits too.
       GenerateOptions lookup = spec;
       lookup.drafter = nullptr;
-      auto l = e->NewSession(256, true);
+      auto l = e->NewSession(256, 9);
       auto rl = Generate(*e, **l, ref.prompt, lookup, nullptr);
       ASSERT_TRUE(rl);
       EXPECT_EQ(rl->tokens, truth);
@@ -171,7 +171,7 @@ TEST(GeneratorTest, SpeculativeGreedyEqualsPlainGreedy) {
                   rb->tokens.size(), rb->drafted, rb->accepted);
       // Stopping at every position: the same tokens and rows as without drafts.
       for (int stop_at : {5, 17, 40}) {
-        auto c = e->NewSession(256), d = e->NewSession(256, true);
+        auto c = e->NewSession(256), d = e->NewSession(256, 9);
         auto stop = [&](int32_t) { return --stop_at > 0; };
         int saved = stop_at;
         auto rc = Generate(*e, **c, ref.prompt, plain, stop);
@@ -202,7 +202,7 @@ TEST(GeneratorTest, SpeculativeStopsOnEog) {
     o.eog = {base->tokens[at]};
     GenerateOptions spec = o;
     spec.draft = Speculative(6).draft;
-    auto b = e->NewSession(256), c = e->NewSession(256, true);
+    auto b = e->NewSession(256), c = e->NewSession(256, 9);
     auto rb = Generate(*e, **b, ref.prompt, o, nullptr);
     auto rc = Generate(*e, **c, ref.prompt, spec, nullptr);
     ASSERT_TRUE(rb && rc);
@@ -220,7 +220,7 @@ TEST(GeneratorTest, SpeculativeRespectsSessionCapacity) {
   GenerateOptions o = Speculative(8);
   o.max_tokens = 100;
   o.ignore_eog = true;
-  auto a = e->NewSession(cap), b = e->NewSession(cap, true);
+  auto a = e->NewSession(cap), b = e->NewSession(cap, 9);
   GenerateOptions plain = o;
   plain.draft.draft_max = 0;
   auto ra = Generate(*e, **a, ref.prompt, plain, nullptr);
@@ -242,7 +242,7 @@ TEST(GeneratorTest, SpeculativeSamplingIsReproducible) {
   o.ignore_eog = true;
   o.sampling.temperature = 0.7f;
   o.sampling.seed = 7;
-  auto a = e->NewSession(128, true), b = e->NewSession(128, true);
+  auto a = e->NewSession(128, 9), b = e->NewSession(128, 9);
   auto ra = Generate(*e, **a, ref.prompt, o, nullptr);
   auto rb = Generate(*e, **b, ref.prompt, o, nullptr);
   ASSERT_TRUE(ra && rb);

@@ -27,7 +27,7 @@ TEST(RollbackTest, KeepFirstEqualsFeedingOnlyThose) {
   const std::vector<int32_t> drafted = {17, 400, 33, 901, 5};
   const int32_t other = 222, next = 64;
   for (int keep = 0; keep <= 5; ++keep) {
-    auto spec = e->NewSession(256, true), plain = e->NewSession(256);
+    auto spec = e->NewSession(256, 5), plain = e->NewSession(256);
     ASSERT_TRUE(spec && plain);
     std::vector<float> a, b, all;
     Engine::SeqInput p1{spec->get(), ref.prompt, false}, p2{plain->get(), ref.prompt, false};
@@ -57,15 +57,18 @@ TEST(RollbackTest, KeepFirstEqualsFeedingOnlyThose) {
 }
 
 // Rollback is once per rollback step and bounded: misuse is refused without
-// changing the session; a session without rollback refuses rollback steps,
-// and the extra bytes are reserved with the session.
+// changing the session; a session refuses rollback steps longer than it was
+// created for (none without rollback), and the extra bytes, which grow with
+// that length, are reserved with the session.
 TEST(RollbackTest, MisuseIsRefused) {
   auto e = OpenTiny(1);
   ASSERT_TRUE(e);
-  auto plain = e->NewSession(128), spec = e->NewSession(128, true);
+  auto plain = e->NewSession(128), spec = e->NewSession(128, 4);
   ASSERT_TRUE(plain && spec);
   EXPECT_EQ((*spec)->reserved_bytes(),
-            Session::BytesFor(e->hparams(), 128) + Session::RollbackBytes(e->hparams()));
+            Session::BytesFor(e->hparams(), 128) + Session::RollbackBytes(e->hparams(), 4));
+  EXPECT_GT(Session::RollbackBytes(e->hparams(), 8), Session::RollbackBytes(e->hparams(), 4));
+  EXPECT_FALSE(e->NewSession(128, Session::kMaxRollbackTokens + 1));
   std::vector<int32_t> toks = {1, 2, 3};
   std::vector<float> logits;
   Engine::SeqInput bad{plain->get(), toks, true, true};
@@ -73,7 +76,7 @@ TEST(RollbackTest, MisuseIsRefused) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ((*plain)->n_past(), 0);
-  std::vector<int32_t> many(Session::kMaxRollbackTokens + 1, 7);
+  std::vector<int32_t> many(5, 7);  // more than the session's 4
   Engine::SeqInput big{spec->get(), many, true, true};
   EXPECT_FALSE(e->Step({&big, 1}, logits));
   EXPECT_FALSE(e->Rollback(spec->get(), 0));  // no rollback step yet
