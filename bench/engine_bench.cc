@@ -11,6 +11,10 @@
 //                    with the same thread count (same run). Target >= 0.7
 //                    on one thread.
 //   BM_Prefill       a 512-token prompt in one step: tokens/s.
+//   BM_SpineVerify   speculative decoding's step: the last token plus
+//                    `draft` drafted ones with rollback on, then
+//                    Engine::Rollback to 1 (every draft rejected, the worst
+//                    case): ms per step, against BM_SpineDecode's.
 //   BM_DeltaRule     one recurrent delta-rule step of one value head
 //                    (d_k = d_v = 128), scalar and the dispatched ISA:
 //                    GFLOP/s against the measured one-thread FMA peak
@@ -135,6 +139,29 @@ void BM_Prefill(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(state.iterations() * 512.0, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Prefill)->ArgName("thr")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_SpineVerify(benchmark::State& state) {
+  const int draft = static_cast<int>(state.range(0));
+  auto e = OpenEngine(1);
+  auto s = e->NewSession(4096, draft + 1);
+  std::vector<int32_t> prompt(64);
+  for (int i = 0; i < 64; ++i) prompt[i] = (i * 131) % kVocab;
+  std::vector<float> logits;
+  Engine::SeqInput in{s->get(), prompt, false};
+  if (!e->Step({&in, 1}, logits)) return state.SkipWithError("prefill failed");
+  std::vector<int32_t> feed(draft + 1);
+  int32_t tok = 7;
+  for (auto _ : state) {
+    for (int32_t& t : feed) t = tok = (tok * 31 + 1) % kVocab;
+    Engine::SeqInput st{s->get(), feed, true, true};
+    if (!e->Step({&st, 1}, logits)) return state.SkipWithError("step failed");
+    if (!e->Rollback(s->get(), 1)) return state.SkipWithError("rollback failed");
+    if ((*s)->n_past() >= 4000) state.SkipWithError("session full");
+  }
+  state.counters["ms"] =
+      benchmark::Counter(state.iterations() * 1e-3, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_SpineVerify)->ArgName("draft")->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_DeltaRule(benchmark::State& state) {
   const int dk = 128, dv = 128;

@@ -22,6 +22,17 @@ Result<void> DeltaNetLayer(const HParams& hp, const DeltaNetWeights& w, int laye
   TENZRO_CHECK_OK(runtime::MatMul(w.alpha, h, n_rows, alpha.data(), pool));
   TENZRO_CHECK_OK(runtime::MatMul(w.beta, h, n_rows, beta.data(), pool));
 
+  // Rollback steps keep the state before them and the conv inputs.
+  for (const SeqSlice& s : seqs) {
+    if (!s.undo) continue;
+    Session::SsmUndo& u = s.session->undo(layer);
+    u.conv0 = s.session->ssm(layer).conv;
+    u.state0 = s.session->ssm(layer).state;
+    const float* x = qkv.data() + static_cast<int64_t>(s.row0) * ch;
+    u.x.assign(x, x + static_cast<int64_t>(s.n) * ch);
+    u.gb.resize(static_cast<size_t>(s.n) * nv * 2);
+  }
+
   // Causal depthwise conv + SiLU per sequence, over [state | new rows]; then
   // the state keeps the last K-1 inputs. Channels in parallel.
   for (const SeqSlice& s : seqs) {
@@ -60,6 +71,12 @@ Result<void> DeltaNetLayer(const HParams& hp, const DeltaNetWeights& w, int laye
     for (int64_t c = 0; c < static_cast<int64_t>(nk) * dk; ++c) row[c] *= qscale;
   });
 
+  for (const SeqSlice& s : seqs) {
+    if (!s.undo) continue;
+    const float* y = conv.data() + static_cast<int64_t>(s.row0) * ch;
+    s.session->undo(layer).y.assign(y, y + static_cast<int64_t>(s.n) * ch);
+  }
+
   // The recurrence: one (sequence, value head) per task, tokens in order.
   std::vector<const SeqSlice*> slices;
   for (const SeqSlice& s : seqs) slices.push_back(&s);
@@ -75,8 +92,14 @@ Result<void> DeltaNetLayer(const HParams& hp, const DeltaNetWeights& w, int laye
       const float* vv = row + static_cast<int64_t>(2 * nk) * dk + static_cast<int64_t>(vh) * dv;
       const float g = Softplus(alpha[static_cast<size_t>(r) * nv + vh] + w.dt_bias[vh]) * w.a[vh];
       const float b = Sigmoid(beta[static_cast<size_t>(r) * nv + vh]);
+      const float decay = std::exp(g);
+      if (s.undo) {
+        float* gb = s.session->undo(layer).gb.data() + (static_cast<size_t>(t) * nv + vh) * 2;
+        gb[0] = decay;
+        gb[1] = b;
+      }
       float* oh = o.data() + static_cast<int64_t>(r) * inner + static_cast<int64_t>(vh) * dv;
-      DeltaRuleStep(S, qh, kh_, vv, std::exp(g), b, dk, dv, oh);
+      DeltaRuleStep(S, qh, kh_, vv, decay, b, dk, dv, oh);
       // Gated RMSNorm: RMSNorm(o) * ssm_norm * SiLU(z).
       RmsNorm(oh, w.norm.data(), dv, hp.rms_eps, oh);
       const float* zh = z.data() + static_cast<int64_t>(r) * inner + static_cast<int64_t>(vh) * dv;
@@ -84,6 +107,34 @@ Result<void> DeltaNetLayer(const HParams& hp, const DeltaNetWeights& w, int laye
     }
   });
   return runtime::MatMul(w.out, o.data(), n_rows, out, pool);
+}
+
+void DeltaNetKeepFirst(const HParams& hp, int layer, Session& s, int keep) {
+  const int64_t ch = hp.ssm_conv_channels();
+  const int K = hp.ssm_conv_kernel, dk = hp.ssm_d_state, dv = hp.ssm_d_v();
+  const int nk = hp.ssm_n_k_heads, nv = hp.ssm_n_v_heads;
+  Session::SsmUndo& u = s.undo(layer);
+  Session::Ssm& st = s.ssm(layer);
+  // Conv state: the last K-1 inputs of [conv0 | x_0 .. x_keep-1].
+  for (int j = 0; j < K - 1; ++j) {
+    const int src = keep - (K - 1) + j;
+    const float* from = src < 0 ? u.conv0.data() + static_cast<int64_t>(K - 1 + src) * ch : u.x.data() + src * ch;
+    std::copy_n(from, ch, st.conv.data() + static_cast<int64_t>(j) * ch);
+  }
+  // Recurrent state: from before the step, the first `keep` tokens again.
+  st.state = u.state0;
+  std::vector<float> o(static_cast<size_t>(dv));
+  for (int vh = 0; vh < nv; ++vh) {
+    const int kh = vh % nk;
+    float* S = st.state.data() + static_cast<int64_t>(vh) * dk * dv;
+    for (int t = 0; t < keep; ++t) {
+      const float* row = u.y.data() + static_cast<int64_t>(t) * ch;
+      const float* gb = u.gb.data() + (static_cast<size_t>(t) * nv + vh) * 2;
+      DeltaRuleStep(S, row + static_cast<int64_t>(kh) * dk, row + static_cast<int64_t>(nk + kh) * dk,
+                    row + static_cast<int64_t>(2 * nk) * dk + static_cast<int64_t>(vh) * dv, gb[0], gb[1], dk, dv,
+                    o.data());
+    }
+  }
 }
 
 }  // namespace tenzro::model

@@ -44,12 +44,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
   return e;
 }
 
-Result<std::unique_ptr<Session>> Engine::NewSession(int max_tokens) {
+Result<std::unique_ptr<Session>> Engine::NewSession(int max_tokens, int rollback_tokens) {
+  if (rollback_tokens < 0 || rollback_tokens > Session::kMaxRollbackTokens)
+    return Error::InvalidArgument("rollback steps of {} tokens: at most {}", rollback_tokens,
+                                  Session::kMaxRollbackTokens);
   if (max_tokens <= 0) max_tokens = std::max(1, hp_.n_ctx_train);
   if (max_tokens > (1 << 20)) return Error::InvalidArgument("session of {} positions: at most {}", max_tokens, 1 << 20);
-  uint64_t bytes = Session::BytesFor(hp_, max_tokens);
+  uint64_t bytes = Session::BytesFor(hp_, max_tokens) + Session::RollbackBytes(hp_, rollback_tokens);
   TENZRO_CHECK_OK(budget_->Reserve(bytes));
-  return std::unique_ptr<Session>(new Session(hp_, max_tokens, budget_, bytes));
+  return std::unique_ptr<Session>(new Session(hp_, max_tokens, rollback_tokens, budget_, bytes));
 }
 
 Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& logits) {
@@ -66,6 +69,9 @@ Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& l
                                       in.tokens.size(), in.session->max_tokens());
     for (int32_t t : in.tokens)
       if (t < 0 || t >= hp_.n_vocab) return Error::InvalidArgument("step: token id {} outside [0, {})", t, hp_.n_vocab);
+    if (in.rollback && in.tokens.size() > static_cast<size_t>(in.session->rollback_max()))
+      return Error::InvalidArgument("step: {} tokens with rollback, the session allows {}", in.tokens.size(),
+                                    in.session->rollback_max());
     n_rows += static_cast<int>(in.tokens.size());
     n_out += in.all_logits ? static_cast<int>(in.tokens.size()) : 1;
   }
@@ -76,7 +82,8 @@ Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& l
   std::vector<SeqSlice> seqs;
   int row = 0;
   for (const SeqInput& in : batch) {
-    seqs.push_back({in.session, row, static_cast<int>(in.tokens.size()), in.session->n_past()});
+    seqs.push_back({in.session, row, static_cast<int>(in.tokens.size()), in.session->n_past(), in.rollback});
+    in.session->undo_n_ = 0;  // a new step ends what the last one kept
     for (int32_t t : in.tokens) {
       TENZRO_CHECK_OK(quant::DequantizeRows(w_.tok_embd.type, w_.tok_embd.row(t), x_.data() + row * E, 1, E));
       ++row;
@@ -89,6 +96,7 @@ Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& l
   }
   for (const SeqInput& in : batch) {
     in.session->n_past_ += static_cast<int>(in.tokens.size());
+    if (in.rollback) in.session->undo_n_ = static_cast<int>(in.tokens.size());
     in.session->tokens_.insert(in.session->tokens_.end(), in.tokens.begin(), in.tokens.end());
   }
 
@@ -103,6 +111,28 @@ Result<void> Engine::Step(std::span<const SeqInput> batch, std::vector<float>& l
   }
   logits.resize(static_cast<size_t>(n_out) * hp_.n_vocab);
   return runtime::MatMul(w_.output, h_.data(), n_out, logits.data(), pool_.get());
+}
+
+Result<void> Engine::Rollback(Session* s, int keep) {
+  if (!s || s->broken()) return Error::InvalidArgument("rollback: no session, or a broken one");
+  const int n = s->undo_n_;
+  if (n == 0) return Error::InvalidArgument("rollback: the session's last step was not a rollback step");
+  if (keep < 0 || keep > n) return Error::InvalidArgument("rollback: keep {} of {} tokens", keep, n);
+  s->undo_n_ = 0;
+  if (keep == n) return Ok();
+  const int pos = s->n_past_ - n + keep;
+  const size_t kv_row = static_cast<size_t>(hp_.n_head_kv) * hp_.head_dim;
+  for (int il = 0; il < hp_.n_layer; ++il) {
+    if (hp_.layers[il] == LayerKind::kDeltaNet) {
+      DeltaNetKeepFirst(hp_, il, *s, keep);
+    } else {
+      s->kv(il).k.resize(pos * kv_row);
+      s->kv(il).v.resize(pos * kv_row);
+    }
+  }
+  s->n_past_ = pos;
+  s->tokens_.resize(pos);
+  return Ok();
 }
 
 Result<void> Engine::RunLayers(const std::vector<SeqSlice>& seqs, int n_rows) {

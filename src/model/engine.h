@@ -16,6 +16,12 @@
 // one step (prefill), then one token per step (decode); both run the same
 // arithmetic, and a sequence's logits do not depend on the others in a step.
 //
+// Speculative decoding: a step may feed a sequence's last token plus drafted
+// ones with rollback on (SeqInput::rollback, all_logits), and Rollback then
+// keeps the first j of them: afterwards the session is bit for bit what
+// feeding only those j tokens would have made it (session.h says what is
+// kept and what it costs).
+//
 // Thread-safety: Step and NewSession may be called from one thread at a
 // time; the engine's pool parallelises inside a step. Sessions may be
 // destroyed from any thread.
@@ -65,14 +71,20 @@ class Engine {
   const SessionBudget& budget() const { return *budget_; }
 
   // A sequence that can hold `max_tokens` positions (<= 0: the model's
-  // training context). kResourceExhausted when the session budget cannot
-  // take it; kInvalidArgument for a size over 1M positions.
-  Result<std::unique_ptr<Session>> NewSession(int max_tokens = 0);
+  // training context); with rollback_tokens > 0, rollback steps of up to
+  // that many tokens are allowed and what they need is reserved too
+  // (Session::RollbackBytes). kResourceExhausted when the session budget
+  // cannot take it; kInvalidArgument for a size over 1M positions or
+  // rollback_tokens outside [0, Session::kMaxRollbackTokens].
+  Result<std::unique_ptr<Session>> NewSession(int max_tokens = 0, int rollback_tokens = 0);
 
   struct SeqInput {
     Session* session;
     std::span<const int32_t> tokens;  // at least one
     bool all_logits = false;          // logits for every token, else the last only
+    // Keep what Rollback needs (at most the session's rollback_max() tokens,
+    // else kInvalidArgument).
+    bool rollback = false;
   };
   // Feeds each sequence's tokens and writes logits into `logits` (resized):
   // per sequence in batch order, all_logits ? tokens.size() : 1 rows of
@@ -82,6 +94,14 @@ class Engine {
   // max_tokens. A failure after that (the MoE executor's) marks the
   // sessions of the step broken.
   Result<void> Step(std::span<const SeqInput> batch, std::vector<float>& logits);
+
+  // Keeps the first `keep` of the tokens the session's last step fed with
+  // rollback on and forgets the rest (n_past, tokens(), KV caches, delta-net
+  // state). Costs a replay of `keep` tokens' delta rule per delta-net layer
+  // (no matrix products). Once per such step: kInvalidArgument when the last
+  // step was not a rollback step, it was already rolled back, or `keep` is
+  // outside [0, tokens fed]. Same thread rule as Step.
+  Result<void> Rollback(Session* session, int keep);
 
  private:
   Engine() = default;

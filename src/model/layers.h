@@ -29,7 +29,14 @@ struct SeqSlice {
   int row0;  // first row in the batch
   int n;     // rows (tokens) of this sequence in the step
   int pos0;  // position of the first of them (session->n_past() before the step)
+  bool undo = false;  // keep what Engine::Rollback needs (session.h: SsmUndo)
 };
+
+// Makes a delta-net layer's conv and recurrent state what they were after
+// the first `keep` tokens of the session's last rollback step: restores the
+// state from before it and replays those tokens' delta rule from the kept
+// inputs (session.h). REQUIRES: 0 <= keep <= that step's tokens.
+void DeltaNetKeepFirst(const HParams& hp, int layer, Session& s, int keep);
 
 // Softmax attention (kAttention, kGatedAttention): Q/K RMSNorm per head, NEOX
 // rotary over n_rot dims, GQA (query head h reads KV head h / (n_head /

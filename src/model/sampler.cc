@@ -135,6 +135,30 @@ Result<int32_t> Sampler::Sample(std::span<const float> logits) {
   return Stochastic();
 }
 
+Result<int32_t> Sampler::SampleDraft(std::span<const float> logits, int32_t draft) {
+  if (params_.temperature == 0) return Sample(logits);
+  if (logits.empty()) return Error::InvalidArgument("logits: empty row");
+  LoadPenalized(logits);
+  TENZRO_TRY(double total, Distribution());
+  double p_draft = 0;
+  for (size_t i = 0; i < cand_.size(); ++i)
+    if (cand_[i].second == draft) p_draft = probs_[i];
+  // Accept with probability p(draft) ...
+  if (rng_.NextDouble() * total < p_draft) return draft;
+  // ... else draw from p without the draft, renormalised.
+  const double rest = total - p_draft;
+  const double u = rng_.NextDouble() * rest;
+  double cum = 0;
+  int32_t last = -1;
+  for (size_t i = 0; i < cand_.size(); ++i) {
+    if (cand_[i].second == draft) continue;
+    last = cand_[i].second;
+    cum += probs_[i];
+    if (u < cum) return last;
+  }
+  return last >= 0 ? last : draft;  // rounding left u at the very top (or only the draft had mass)
+}
+
 size_t Sampler::TopPKeep(bool sorted, float max_l) {
   double total = 0;
   for (auto& c : cand_) total += std::exp(static_cast<double>(c.first) - max_l);
@@ -161,7 +185,7 @@ size_t Sampler::TopPKeep(bool sorted, float max_l) {
   }
 }
 
-Result<int32_t> Sampler::Stochastic() {
+Result<double> Sampler::Distribution() {
   cand_.clear();
   for (size_t i = 0; i < logits_.size(); ++i)
     if (logits_[i] != kNegInf) cand_.emplace_back(logits_[i], static_cast<int32_t>(i));
@@ -202,6 +226,11 @@ Result<int32_t> Sampler::Stochastic() {
     probs_[i] = std::exp((static_cast<double>(cand_[i].first) - max_l) * inv_t);
     total += probs_[i];
   }
+  return total;
+}
+
+Result<int32_t> Sampler::Stochastic() {
+  TENZRO_TRY(double total, Distribution());
   const double u = rng_.NextDouble() * total;
   double cum = 0;
   for (size_t i = 0; i < cand_.size(); ++i) {

@@ -71,6 +71,16 @@ class Sampler {
   // or has no finite entry (after NaN -> -inf).
   Result<int32_t> Sample(std::span<const float> logits);
 
+  // Speculative decoding: verifies a drafted token against `logits`. Greedy:
+  // Sample(logits) (the draft stands iff it is that token). Stochastic, with
+  // p the distribution Sample would draw from: keeps `draft` with
+  // probability p(draft), else draws from p with the draft removed and
+  // renormalised — the standard rule for a deterministic draft, so the
+  // token returned is distributed exactly as Sample's (not the same draws:
+  // one or two RNG values). Returns the token (== draft when accepted);
+  // Sample's errors. Does not Accept it.
+  Result<int32_t> SampleDraft(std::span<const float> logits, int32_t draft);
+
   // Appends `token` to the history the penalties look at. Call it for every
   // prompt token and every generated token. Negative ids are ignored.
   void Accept(int32_t token);
@@ -88,6 +98,9 @@ class Sampler {
   void LoadPenalized(std::span<const float> in);
   int32_t Greedy() const;  // -1 when no finite logit
   Result<int32_t> Stochastic();
+  // Fills cand_ and probs_ (unnormalised weights after top-k, top-p, min-p
+  // and temperature) from logits_; returns their sum.
+  Result<double> Distribution();
   // How many candidates top-p keeps; sorts cand_ (Better order) that far.
   size_t TopPKeep(bool sorted, float max_l);
 

@@ -10,6 +10,18 @@
 // back when destroyed; the KV vectors grow as tokens arrive, never past the
 // reservation. So the budget bounds memory whatever the requests do.
 //
+// Rollback (speculative decoding, Engine::Rollback): a session created with
+// rollback on may be fed a step with SeqInput::rollback set, then keep only
+// the first j of that step's tokens. KV caches are simply truncated; a
+// delta-net layer's state cannot be, so such a step keeps, per delta-net
+// layer, the conv and recurrent state from before it plus each token's conv
+// input, conv output and (decay, beta) per head, and the rollback replays the
+// first j tokens' delta rule from there (the same kernel on the same inputs:
+// bit-identical to a step that fed only those j). Those bytes are reserved
+// with the session (RollbackBytes: one more copy of the fixed delta-net state
+// plus the per-token inputs of the rollback step size the session was
+// created for, at most kMaxRollbackTokens), so the budget bounds them too.
+//
 // A session is used by one step at a time (the engine's caller serialises).
 // A step that fails midway leaves the state inconsistent: the session is
 // then marked broken and refuses further steps.
@@ -56,6 +68,15 @@ class Session {
 
   // Bytes a session of `max_tokens` positions reserves for a model.
   static uint64_t BytesFor(const HParams& hp, int max_tokens);
+  // Tokens one rollback step may feed at most, and the extra bytes a session
+  // whose rollback steps feed up to `tokens` reserves for them (0 for 0).
+  static constexpr int kMaxRollbackTokens = 64;
+  static uint64_t RollbackBytes(const HParams& hp, int tokens);
+  // Tokens a rollback step on this session may feed (0: no rollback).
+  int rollback_max() const { return rollback_max_; }
+  // Tokens the last step fed with SeqInput::rollback (0: none, or already
+  // rolled back / followed by another step).
+  int rollback_tokens() const { return undo_n_; }
 
   // --- for the engine's layer code (engine.cc, attention.cc, delta_net.cc) ---
   struct Kv {
@@ -65,15 +86,28 @@ class Session {
     std::vector<float> conv;   // [conv_kernel - 1][channels], oldest first
     std::vector<float> state;  // [n_v_heads][d_state][d_v]
   };
+  // What a rollback step keeps per delta-net layer (n = the step's tokens).
+  struct SsmUndo {
+    std::vector<float> conv0;   // conv state before the step
+    std::vector<float> state0;  // recurrent state before the step
+    std::vector<float> x;       // [n][channels] conv inputs
+    std::vector<float> y;       // [n][channels] q | k | v after conv, SiLU, L2 norm, q scale
+    std::vector<float> gb;      // [n][n_v_heads][2] decay and beta
+  };
   Kv& kv(int layer) { return kv_[layer]; }
   Ssm& ssm(int layer) { return ssm_[layer]; }
+  SsmUndo& undo(int layer) { return undo_[layer]; }
 
  private:
   friend class Engine;
-  Session(const HParams& hp, int max_tokens, std::shared_ptr<SessionBudget> budget, uint64_t reserved);
+  Session(const HParams& hp, int max_tokens, int rollback_max, std::shared_ptr<SessionBudget> budget,
+          uint64_t reserved);
 
   std::vector<Kv> kv_;    // per layer (empty vectors for delta-net layers)
   std::vector<Ssm> ssm_;  // per layer (empty for attention layers)
+  std::vector<SsmUndo> undo_;  // per layer, rollback sessions only
+  int undo_n_ = 0;
+  int rollback_max_ = 0;
   std::vector<int32_t> tokens_;
   int n_past_ = 0;
   int max_tokens_ = 0;

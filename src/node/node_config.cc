@@ -320,6 +320,11 @@ const std::vector<NodeConfigKey> kKeys = {
        c.serve_step_tokens = n;
        return Ok();
      }},
+    {"serve_draft_max", "With serve: speculative decoding, prompt-lookup draft tokens verified per decode step (0 = off, at most 63)",
+     [](NodeConfig& c, std::string_view v) -> Result<void> {
+       TENZRO_TRY(c.serve_draft_max, ParseUint<uint32_t>(v, 63));  // model::Session::kMaxRollbackTokens - 1
+       return Ok();
+     }},
     {"serve_ctx", "With serve: positions per request, prompt + max_tokens (capped by the model's context)",
      [](NodeConfig& c, std::string_view v) -> Result<void> {
        TENZRO_TRY(uint32_t n, ParseUint<uint32_t>(v, 1u << 20));

@@ -63,6 +63,7 @@ struct NodeConfig {
   uint32_t serve_max_active = 8;        // sequences in the running batch
   uint32_t serve_max_waiting = 32;      // queued beyond them (then 429)
   uint32_t serve_step_tokens = 256;     // tokens per batched step
+  uint32_t serve_draft_max = 0;         // prompt-lookup draft tokens per decode step (0: off)
   uint32_t serve_ctx = 4096;            // positions per request
   uint64_t serve_session_budget = 4ull << 30;  // bytes of all live sessions
   uint32_t serve_threads = 0;           // engine compute threads; 0 = hardware

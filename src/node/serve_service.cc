@@ -35,7 +35,9 @@ nlohmann::json ServingJson(serve::ServeApp& app) {
   j["totals"] = {{"requests", st.requests},
                  {"prompt_tokens", st.prompt_tokens},
                  {"generated_tokens", st.generated_tokens},
-                 {"steps", st.steps}};
+                 {"steps", st.steps},
+                 {"drafted_tokens", st.drafted_tokens},
+                 {"accepted_tokens", st.accepted_tokens}};
   j["last_step_ms"] = st.last_step_ms;
   j["generated_tokens_per_s"] = rates.generated_per_s;
   j["mean_batch"] = rates.mean_batch;
@@ -74,6 +76,7 @@ Result<void> AddServeService(Node& node, serve::MakeExecutor make_executor,
   o.scheduler.max_active = static_cast<int>(cfg.serve_max_active);
   o.scheduler.max_waiting = static_cast<int>(cfg.serve_max_waiting);
   o.scheduler.max_step_tokens = static_cast<int>(cfg.serve_step_tokens);
+  o.scheduler.draft.draft_max = static_cast<int>(cfg.serve_draft_max);
   o.max_context = static_cast<int>(cfg.serve_ctx);
   o.make_executor = std::move(make_executor);
   o.coverage = std::move(coverage);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/draft.h"
+
 namespace tenzro::serve {
 
 struct Scheduler::Seq {
@@ -12,6 +14,7 @@ struct Scheduler::Seq {
   std::optional<model::Sampler> sampler;
   size_t prefilled = 0;            // prompt tokens fed so far
   std::vector<int32_t> generated;  // delivered tokens
+  std::vector<int32_t> feed;       // this step's: the last token and its draft
   bool done = false;
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
@@ -182,7 +185,8 @@ void Scheduler::Admit() {
       waiting_.pop_front();
     }
     const int ctx = static_cast<int>(s->req.prompt.size()) + s->req.max_tokens;
-    Result<std::unique_ptr<model::Session>> sess = engine_->NewSession(ctx);
+    const int rollback = options_.draft.draft_max > 0 ? options_.draft.draft_max + 1 : 0;
+    Result<std::unique_ptr<model::Session>> sess = engine_->NewSession(ctx, rollback);
     if (!sess) {
       if (sess.error().code() == ErrorCode::kResourceExhausted && !active_.empty()) {
         // Wait for a running sequence to give its bytes back.
@@ -207,11 +211,37 @@ bool Scheduler::RunStep() {
   std::vector<model::Engine::SeqInput> batch;
   std::vector<Seq*> fed;
   int budget = std::max(options_.max_step_tokens, 1);
+  int decoders = 0, drafted = 0;
+  for (auto& s : active_) decoders += s->prefilled == s->req.prompt.size();
+  int spare = budget - decoders;  // for drafts
+  std::vector<int32_t> hist;
   for (auto& s : active_) {
     if (s->prefilled < s->req.prompt.size()) continue;
-    batch.push_back({s->session.get(), {&s->generated.back(), 1}, false});
+    s->feed.assign(1, s->generated.back());
+    if (options_.draft.draft_max > 0 && spare > 0) {
+      const model::Session& ss = *s->session;
+      const int room = std::min({s->req.max_tokens - static_cast<int>(s->generated.size()) - 1,
+                                 ss.max_tokens() - ss.n_past() - 1, ss.rollback_max() - 1, spare});
+      if (room > 0) {
+        const auto& all = ss.tokens();
+        const size_t tail = options_.drafter ? all.size()
+                                             : static_cast<size_t>(options_.draft.scan_max + options_.draft.ngram_max) + 1;
+        hist.assign(all.end() - static_cast<ptrdiff_t>(std::min(all.size(), tail)), all.end());
+        hist.push_back(s->generated.back());
+        std::vector<int32_t> d = options_.drafter ? options_.drafter(hist, room)
+                                                  : model::PromptLookupDraft(hist, options_.draft);
+        if (static_cast<int>(d.size()) > room) d.resize(static_cast<size_t>(room));
+        for (int32_t& t : d)
+          if (t < 0 || t >= engine_->hparams().n_vocab) t = 0;  // a bad id would fail the whole step
+        s->feed.insert(s->feed.end(), d.begin(), d.end());
+        spare -= static_cast<int>(d.size());
+        drafted += static_cast<int>(d.size());
+      }
+    }
+    const bool spec = s->feed.size() > 1;
+    batch.push_back({s->session.get(), s->feed, spec, spec});
     fed.push_back(s.get());
-    --budget;
+    budget -= static_cast<int>(s->feed.size());
   }
   for (auto& s : active_) {
     const size_t left = s->req.prompt.size() - s->prefilled;
@@ -232,18 +262,26 @@ bool Scheduler::RunStep() {
   Result<void> st = engine_->Step(batch, logits_);
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   uint64_t delivered = 0;
+  int accepted = 0, decode_rows = 0;
   if (!st) {
     for (Seq* s : fed) Finish(*s, st.error(), model::FinishReason::kLength);
   } else {
     const size_t n_vocab = static_cast<size_t>(engine_->hparams().n_vocab);
+    size_t at = 0;  // first logits row of sequence i
     for (size_t i = 0; i < fed.size(); ++i) {
       Seq& s = *fed[i];
+      const size_t n_rows = batch[i].all_logits ? batch[i].tokens.size() : 1;
+      const std::span<const float> rows(logits_.data() + at * n_vocab, n_rows * n_vocab);
+      at += n_rows;
       if (s.prefilled < s.req.prompt.size()) {
         s.prefilled += batch[i].tokens.size();
         if (s.prefilled < s.req.prompt.size()) continue;  // more prompt next step
+      } else {
+        decode_rows += static_cast<int>(batch[i].tokens.size());
       }
       const size_t before = s.generated.size();
-      Advance(s, std::span<const float>(logits_.data() + i * n_vocab, n_vocab));
+      if (batch[i].rollback) accepted += Verify(s, rows);
+      else Advance(s, rows);
       delivered += s.generated.size() - before;
     }
   }
@@ -254,9 +292,12 @@ bool Scheduler::RunStep() {
     counters_.steps++;
     counters_.prompt_tokens += static_cast<uint64_t>(prompt_rows);
     counters_.generated_tokens += delivered;
+    counters_.decode_rows += static_cast<uint64_t>(decode_rows);
+    counters_.drafted_tokens += static_cast<uint64_t>(drafted);
+    counters_.accepted_tokens += static_cast<uint64_t>(accepted);
     counters_.last_step_ms = ms;
   }
-  if (observer_) observer_({static_cast<int>(batch.size()), rows, ms, static_cast<int>(delivered)});
+  if (observer_) observer_({static_cast<int>(batch.size()), rows, ms, static_cast<int>(delivered), drafted, accepted});
   defer_done_ = false;
   std::vector<std::function<void()>> done;
   done.swap(deferred_);
@@ -270,24 +311,53 @@ bool Scheduler::Advance(Seq& s, std::span<const float> row) {
     Finish(s, tok.error(), model::FinishReason::kLength);
     return false;
   }
-  if (std::find(s.req.eog.begin(), s.req.eog.end(), *tok) != s.req.eog.end()) {
+  return Deliver(s, *tok, row, s.session->n_past());
+}
+
+int Scheduler::Verify(Seq& s, std::span<const float> rows) {
+  const size_t n_vocab = static_cast<size_t>(engine_->hparams().n_vocab);
+  const int d = static_cast<int>(s.feed.size()) - 1;
+  const int pos0 = s.session->n_past() - d - 1;  // before the step
+  auto row = [&](int i) { return rows.subspan(static_cast<size_t>(i) * n_vocab, n_vocab); };
+  auto keep = [&](int n) {
+    Result<void> r = engine_->Rollback(s.session.get(), n);
+    if (!r) Finish(s, r.error(), model::FinishReason::kLength);
+  };
+  for (int i = 0; i < d; ++i) {  // row i predicts the token after feed[0..i]
+    Result<int32_t> tok = s.sampler->SampleDraft(row(i), s.feed[i + 1]);
+    if (!tok) {
+      Finish(s, tok.error(), model::FinishReason::kLength);
+      return i;
+    }
+    const bool hit = *tok == s.feed[i + 1];
+    if (!Deliver(s, *tok, row(i), pos0 + i + 1)) return i + hit;  // finished (session freed)
+    if (!hit) {
+      keep(i + 1);  // the corrected token is fed next step
+      return i;
+    }
+  }
+  if (Advance(s, row(d))) keep(d + 1);  // all kept: ends the step's rollback state
+  return d;
+}
+
+bool Scheduler::Deliver(Seq& s, int32_t tok, std::span<const float> row, int kept) {
+  if (std::find(s.req.eog.begin(), s.req.eog.end(), tok) != s.req.eog.end()) {
     Finish(s, Ok(), model::FinishReason::kEog);
     return false;
   }
   TokenEvent ev;
-  ev.id = *tok;
+  ev.id = tok;
   if (s.req.top_logprobs >= 0) {
-    Result<model::LogprobResult> lp = model::Logprobs(row, *tok, s.req.top_logprobs);
+    Result<model::LogprobResult> lp = model::Logprobs(row, tok, s.req.top_logprobs);
     if (lp) ev.logprob = std::move(*lp);
   }
-  s.generated.push_back(*tok);
-  s.sampler->Accept(*tok);
+  s.generated.push_back(tok);
+  s.sampler->Accept(tok);
   if (!s.req.on_token(ev)) {
     Finish(s, Ok(), model::FinishReason::kStop);
     return false;
   }
-  if (static_cast<int>(s.generated.size()) >= s.req.max_tokens ||
-      s.session->n_past() >= s.session->max_tokens()) {
+  if (static_cast<int>(s.generated.size()) >= s.req.max_tokens || kept >= s.session->max_tokens()) {
     Finish(s, Ok(), model::FinishReason::kLength);
     return false;
   }

@@ -19,6 +19,17 @@
 //      its own model::Sampler, deliver it (on_token), and retire it on an
 //      end-of-generation id, max_tokens, a full session or on_token == false.
 //
+// Speculative decoding (options.draft.draft_max > 0): a decoding sequence
+// feeds its last token plus a prompt-lookup draft (model/draft.h) in the
+// same step as everyone else (all logits for it, rollback on), so each layer
+// still makes one MoE call; step 5 then verifies the draft row by row
+// (greedy: exact; at a temperature: model::Sampler::SampleDraft's rule, the
+// same distribution), delivers the accepted tokens and the next one, and
+// rolls the session back to what it kept (model::Engine::Rollback). Drafts
+// take from the step's token budget after every decoder's own token, and
+// never go past max_tokens or the session. Greedy output is the same with
+// and without drafts.
+//
 // Determinism: a request's tokens depend only on its prompt, params and seed,
 // never on the rest of the batch (the engine computes rows independently and
 // each request has its own sampler; chunked prefill gives the same bits as a
@@ -53,6 +64,9 @@ struct SchedulerOptions {
   int max_active = 8;         // sequences in the running batch
   int max_waiting = 32;       // queued beyond them; more is kResourceExhausted
   int max_step_tokens = 256;  // tokens fed per step, all sequences together (>= max_active)
+  model::DraftOptions draft;   // draft.draft_max 0: no speculative decoding
+  // In place of prompt lookup (tests): as model::GenerateOptions::drafter.
+  std::function<std::vector<int32_t>(std::span<const int32_t> history, int max)> drafter;
 };
 
 struct TokenEvent {
@@ -85,6 +99,9 @@ struct SchedulerStats {
   uint64_t steps = 0;              // Engine::Step calls
   uint64_t prompt_tokens = 0;      // prompt tokens fed
   uint64_t generated_tokens = 0;   // tokens delivered
+  uint64_t decode_rows = 0;        // rows fed by decoding sequences (own token + drafts)
+  uint64_t drafted_tokens = 0;     // drafted tokens fed
+  uint64_t accepted_tokens = 0;    // of those, accepted (delivered without a step of their own)
   double last_step_ms = 0;
   uint64_t session_bytes = 0;      // engine session budget in use
   uint64_t session_budget = 0;
@@ -96,6 +113,8 @@ struct StepInfo {
   int tokens = 0;     // rows fed
   double ms = 0;
   int generated = 0;  // tokens delivered by this step
+  int drafted = 0;    // drafted tokens fed in it
+  int accepted = 0;   // of those, accepted
 };
 
 // One request as the scheduler last published it (after its admission or its
@@ -153,6 +172,12 @@ class Scheduler {
   bool RunStep();  // false when nothing ran
   // Samples and delivers one token for `s` from `row`; true when it goes on.
   bool Advance(Seq& s, std::span<const float> row);
+  // Delivers `tok` (chosen from `row`); `kept` = positions in the session
+  // once the tokens before it are kept. True when the sequence goes on.
+  bool Deliver(Seq& s, int32_t tok, std::span<const float> row, int kept);
+  // A decoder's step outcome with a draft: verify, deliver, roll back.
+  // Returns the drafted tokens accepted.
+  int Verify(Seq& s, std::span<const float> rows);
   void Finish(Seq& s, Result<void> status, model::FinishReason reason);
   // REQUIRES: mu_ held, on the worker. Mirrors active_ into active_count_
   // and running_.

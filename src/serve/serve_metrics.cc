@@ -9,6 +9,8 @@ ServeMetrics::ServeMetrics()
                 {"route", "status"}),
       prompt_tokens_("tenzro_serve_prompt_tokens_total", "Prompt tokens of accepted generation requests."),
       generated_tokens_("tenzro_serve_generated_tokens_total", "Tokens generated and delivered."),
+      drafted_("tenzro_serve_drafted_tokens_total", "Drafted tokens fed for verification (speculative decoding)."),
+      accepted_("tenzro_serve_accepted_tokens_total", "Drafted tokens accepted (delivered without a step of their own)."),
       ttft_("tenzro_serve_time_to_first_token_seconds", "Request arrival to its first generated token.",
             {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
       itl_("tenzro_serve_inter_token_seconds", "Time between two generated tokens of one request.",
@@ -20,12 +22,16 @@ ServeMetrics::ServeMetrics()
 void ServeMetrics::ObserveStep(const StepInfo& s) {
   step_.Observe(s.ms / 1000.0);
   batch_.Observe(s.sequences);
+  if (s.drafted > 0) drafted_.Inc(static_cast<uint64_t>(s.drafted));
+  if (s.accepted > 0) accepted_.Inc(static_cast<uint64_t>(s.accepted));
 }
 
 void ServeMetrics::Render(const SchedulerStats* st, std::string& out) const {
   requests_.Render(out);
   prompt_tokens_.Render(out);
   generated_tokens_.Render(out);
+  drafted_.Render(out);
+  accepted_.Render(out);
   ttft_.Render(out);
   itl_.Render(out);
   step_.Render(out);

@@ -8,6 +8,8 @@
 //   tenzro_serve_inter_token_seconds                between two tokens of one request
 //   tenzro_serve_step_seconds                       one Engine::Step
 //   tenzro_serve_batch_sequences                    sequences per step
+//   tenzro_serve_drafted_tokens_total               drafted tokens fed (speculative decoding)
+//   tenzro_serve_accepted_tokens_total              of those, accepted
 //   tenzro_serve_active / _queued / _session_bytes  gauges, read at scrape time
 // Thread-safety: every method from any thread.
 #pragma once
@@ -36,7 +38,7 @@ class ServeMetrics {
 
  private:
   metrics::LabelledCounter requests_;
-  metrics::Counter prompt_tokens_, generated_tokens_;
+  metrics::Counter prompt_tokens_, generated_tokens_, drafted_, accepted_;
   metrics::Histogram ttft_, itl_, step_, batch_;
 };
 

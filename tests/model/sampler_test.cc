@@ -289,5 +289,41 @@ TEST(Logprobs, ChosenAndTopAreLogSoftmax) {
   EXPECT_FALSE(Logprobs(std::vector<float>{kNan}, 0, 1));
 }
 
+// Speculative sampling's rule for a deterministic draft (accept x with
+// probability p(x), else draw from p without x) yields tokens distributed as
+// Sample's, whichever token is drafted — one likely, one unlikely, one
+// outside top-k (p = 0) — with top-k and a temperature in the chain.
+TEST(Sampler, SampleDraftKeepsTheDistribution) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f, 0.0f};
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 4;  // drops id 3
+  std::vector<double> want(5, 0.0);
+  double z = 0;
+  for (int i : {0, 1, 2, 4}) z += want[i] = std::exp(logits[i] / 0.8);
+  for (double& w : want) w /= z;
+  const int n = 200000;
+  for (int32_t draft : {0, 2, 3}) {
+    p.seed = 11 + draft;
+    auto s = Sampler::Create(p);
+    ASSERT_TRUE(s);
+    std::vector<int> count(5, 0);
+    int accepted = 0;
+    for (int i = 0; i < n; ++i) {
+      auto t = s->SampleDraft(logits, draft);
+      ASSERT_TRUE(t);
+      count[*t]++;
+      accepted += *t == draft;
+    }
+    for (int i = 0; i < 5; ++i)
+      EXPECT_NEAR(count[i] / static_cast<double>(n), want[i], 0.005) << "draft " << draft << " token " << i;
+    EXPECT_NEAR(accepted / static_cast<double>(n), want[draft], 0.005);
+  }
+  // Greedy: the argmax, whatever the draft.
+  auto g = Sampler::Create(SamplingParams{});
+  ASSERT_TRUE(g);
+  EXPECT_EQ(*g->SampleDraft(logits, 3), 0);
+}
+
 }  // namespace
 }  // namespace tenzro::model

@@ -82,6 +82,10 @@ TEST(NodeConfigTest, ServeKeys) {
   ASSERT_TRUE(ApplyConfigValue(c, "serve_max_waiting", "0"));
   ASSERT_TRUE(ApplyConfigValue(c, "serve_step_tokens", "64"));
   ASSERT_TRUE(ApplyConfigValue(c, "serve_ctx", "2048"));
+  EXPECT_EQ(c.serve_draft_max, 0u);
+  ASSERT_TRUE(ApplyConfigValue(c, "serve_draft_max", "6"));
+  EXPECT_EQ(c.serve_draft_max, 6u);
+  EXPECT_FALSE(ApplyConfigValue(c, "serve_draft_max", "64"));
   ASSERT_TRUE(ApplyConfigValue(c, "serve_session_budget", "1GiB"));
   ASSERT_TRUE(ApplyConfigValue(c, "serve_threads", "3"));
   EXPECT_EQ(c.serve_wire_dtype, runtime::WireDtype::kBf16);

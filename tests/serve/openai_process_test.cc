@@ -69,13 +69,14 @@ struct Served {
 };
 
 // A node serving the tiny model with an API key, once healthy.
-std::unique_ptr<Served> StartServing() {
+std::unique_ptr<Served> StartServing(const std::vector<std::string>& extra = {}) {
   auto s = std::make_unique<Served>();
   const std::string dir = s->tmp.Join("n");
   auto add = testing::RunTenzro({"--data-dir", dir, "moe", "catalog-add", "--model", kModelId, "--checkpoint", Model()});
   EXPECT_EQ(add.exit_code, 0) << add.err;
   testing::NodeOptions o;
   o.run_args = {"--serve", kModelId, "--serve-experts", "local", "--api-key", kKey, "--serve-threads", "2", "--serve-ctx", "4096"};
+  o.run_args.insert(o.run_args.end(), extra.begin(), extra.end());
   s->node = testing::StartNode(dir, o);
   EXPECT_TRUE(s->node.running());
   net::HttpClient c(s->node.http);
@@ -328,6 +329,52 @@ TEST(ServeProcessTest, ErrorsKeysAndDisconnects) {
   EXPECT_NE(m.find("tenzro_serve_requests_total{route=\"/v1/chat/completions\",status=\"401\"} 2"), std::string::npos)
       << m;
   EXPECT_GT(Metric(m, "tenzro_serve_steps_total"), 0);
+  EXPECT_EQ(s->node.Stop(), 0);
+}
+
+// Speculative decoding on a serving node (serve_draft_max 4): streamed
+// greedy completions give the text `tenzro generate` gives without drafts,
+// and the node counts the drafts it verified.
+TEST(ServeProcessTest, DraftsKeepTheStreamedText) {
+  auto s = StartServing({"--serve-draft-max", "4"});
+  ASSERT_TRUE(s->node.running());
+  net::HttpClient c(s->node.http);
+  c.SetBearerToken(kKey);
+  const std::vector<std::vector<int>> prompts = {{51, 71, 68, 220, 506, 266, 51, 71, 68, 220, 506, 266, 51, 71},
+                                                 {895, 270, 876, 89, 895, 270, 876}};
+  for (const auto& prompt : prompts) {
+    std::string ids;
+    for (int t : prompt) ids += (ids.empty() ? "" : ",") + std::to_string(t);
+    json ref = Generate({"--prompt-tokens", ids}, 48);
+    ASSERT_TRUE(ref.is_object());
+    const std::string body =
+        json{{"model", kModelId}, {"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}, {"stream", true}}.dump();
+    std::string sse;
+    auto sr = c.SendStreaming("POST", "/v1/completions", body, "application/json", {}, [&](ByteSpan piece) -> Result<void> {
+      sse.append(reinterpret_cast<const char*>(piece.data()), piece.size());
+      return Ok();
+    });
+    ASSERT_TRUE(sr.has_value() && sr->status == 200);
+    std::string text;
+    for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos;) {
+      const size_t end = sse.find("\n\n", at);
+      ASSERT_NE(end, std::string::npos);
+      const std::string data = sse.substr(at + 6, end - at - 6);
+      at = end + 2;
+      if (data == "[DONE]") break;
+      json f = json::parse(data);
+      if (!f["choices"].empty()) text += f["choices"][0].value("text", "");
+    }
+    EXPECT_FALSE(text.empty());
+    EXPECT_EQ(text, ref["text"]) << ids;
+  }
+  auto m = c.Send("GET", "/metrics");
+  ASSERT_TRUE(m.has_value());
+  const double drafted = Metric("\n" + m->body, "tenzro_serve_drafted_tokens_total");
+  const double accepted = Metric("\n" + m->body, "tenzro_serve_accepted_tokens_total");
+  EXPECT_GT(drafted, 0) << "no draft was verified: the test shows nothing";
+  EXPECT_GE(accepted, 0);
+  std::cout << "served with drafts: " << drafted << " drafted, " << accepted << " accepted" << std::endl;
   EXPECT_EQ(s->node.Stop(), 0);
 }
 

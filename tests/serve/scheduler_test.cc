@@ -140,6 +140,74 @@ TEST(SchedulerTest, OneEngineStepPerSchedulerStepForAllSequences) {
   EXPECT_EQ(engine->budget().used(), 0u);
 }
 
+// Speculative decoding in the batch: greedy requests give the tokens plain
+// greedy generation gives, while a sampled request shares the steps; drafts
+// are accepted in full, in part and not at all (an oracle drafter: the plain
+// tokens, every 5th one wrong; then prompt lookup, which on this random
+// model is mostly rejected), and every step is still one engine step for all.
+TEST(SchedulerTest, DraftsKeepGreedyTokens) {
+  auto engine = OpenTiny();
+  ASSERT_TRUE(engine);
+  const std::vector<std::vector<int32_t>> prompts = {kPromptA, kPromptB, LongPrompt()};
+  const std::vector<int> lens = {24, 30, 16};
+  std::vector<std::vector<int32_t>> truth;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto session = engine->NewSession(128);
+    model::GenerateOptions go;
+    go.max_tokens = lens[i];
+    go.ignore_eog = true;
+    auto r = model::Generate(*engine, **session, prompts[i], go, nullptr);
+    ASSERT_TRUE(r.has_value());
+    truth.push_back(r->tokens);
+  }
+  for (bool oracle : {true, false}) {
+    SchedulerOptions o;
+    o.max_step_tokens = 12;  // drafts compete with the long prompt's chunks
+    o.draft.draft_max = 4;
+    if (oracle)
+      o.drafter = [&](std::span<const int32_t> h, int max) {
+        std::vector<int32_t> d;
+        for (size_t p = 0; p < prompts.size(); ++p) {
+          const auto& pr = prompts[p];
+          if (h.size() < pr.size() || !std::equal(pr.begin(), pr.end(), h.begin())) continue;
+          for (size_t g = h.size() - pr.size(); g < truth[p].size() && static_cast<int>(d.size()) < max; ++g)
+            d.push_back(g % 5 == 2 ? (truth[p][g] + 1) % 1024 : truth[p][g]);
+          break;
+        }
+        return d;
+      };
+    std::vector<Sink> sinks(4);  // before the scheduler: its destructor finishes pending requests into them
+    Scheduler s(engine.get(), o);
+    std::vector<StepInfo> steps;
+    s.SetStepObserver([&](const StepInfo& i) { steps.push_back(i); });
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(s.Submit(sinks[i].Request(prompts[i], lens[i], model::SamplingParams{})).has_value());
+    ASSERT_TRUE(s.Submit(sinks[3].Request({5, 6, 7, 8}, 20, Sampled(5))).has_value());  // no oracle drafts
+    s.Start();
+    for (auto& k : sinks) ASSERT_TRUE(k.Wait().status.has_value());
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(sinks[i].tokens, truth[i]) << "oracle " << oracle;
+    EXPECT_EQ(sinks[3].tokens.size(), 20u);
+    const SchedulerStats st = s.stats();
+    EXPECT_EQ(st.steps, steps.size());
+    EXPECT_GT(st.drafted_tokens, 0u);
+    EXPECT_LT(st.accepted_tokens, st.drafted_tokens);
+    uint64_t drafted = 0, accepted = 0;
+    for (const StepInfo& i : steps) {
+      drafted += i.drafted;
+      accepted += i.accepted;
+      EXPECT_LE(i.tokens, 12 + 4);  // the budget, plus at most one own token per decoder
+    }
+    EXPECT_EQ(drafted, st.drafted_tokens);
+    EXPECT_EQ(accepted, st.accepted_tokens);
+    if (oracle) EXPECT_GT(st.accepted_tokens, 20u);
+    // Every request delivered all its tokens.
+    EXPECT_EQ(st.generated_tokens, 24u + 30 + 16 + 20);
+    std::printf("oracle %d: %zu steps, %llu drafted, %llu accepted\n", oracle, steps.size(),
+                static_cast<unsigned long long>(st.drafted_tokens), static_cast<unsigned long long>(st.accepted_tokens));
+    EXPECT_EQ(engine->budget().used(), 0u);
+  }
+}
+
 TEST(SchedulerTest, QueueFullIsResourceExhausted) {
   auto engine = OpenTiny();
   ASSERT_TRUE(engine);
