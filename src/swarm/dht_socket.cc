@@ -11,11 +11,13 @@
 
 namespace tenzro::swarm {
 
-Result<std::unique_ptr<CountingUdpSocket>> CountingUdpSocket::Open(const dht::SockAddr& bind_addr) {
+Result<std::unique_ptr<CountingUdpSocket>> CountingUdpSocket::Open(const dht::SockAddr& bind_addr,
+                                                                   int receive_buffer) {
   const sa_family_t family = bind_addr.getFamily();
   if (family != AF_INET && family != AF_INET6) return Error::InvalidArgument("DHT socket: no address to bind");
   const int fd = ::socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return Error::Unavailable("DHT socket: {}", std::strerror(errno));
+  if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
   if (family == AF_INET6) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));

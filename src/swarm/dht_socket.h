@@ -32,8 +32,10 @@ struct DhtSocketCounters {
 class CountingUdpSocket final : public dht::net::DatagramSocket {
  public:
   // Binds `bind` (IPv4 or IPv6, port 0 = any) and starts the receive thread.
-  // kUnavailable when the socket cannot be opened or bound.
-  static Result<std::unique_ptr<CountingUdpSocket>> Open(const dht::SockAddr& bind);
+  // receive_buffer > 0 asks for that SO_RCVBUF (the kernel caps it at
+  // net.core.rmem_max); 0 keeps the kernel's default. kUnavailable when the
+  // socket cannot be opened or bound.
+  static Result<std::unique_ptr<CountingUdpSocket>> Open(const dht::SockAddr& bind, int receive_buffer = 0);
   ~CountingUdpSocket() override;  // stop() + join
 
   int sendTo(const dht::SockAddr& dest, const uint8_t* data, size_t size, bool replied) override;

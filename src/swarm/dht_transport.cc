@@ -100,7 +100,7 @@ Result<std::unique_ptr<DhtTransport>> DhtTransport::Start(const DhtOptions& opti
     // The runner's socket is ours, so its bytes are counted (DhtStats).
     std::vector<dht::SockAddr> bind = dht::SockAddr::resolve(options.bind_host, port);
     if (bind.empty()) return Error::Unavailable("DHT: cannot resolve {}", options.bind_host);
-    auto sock = CountingUdpSocket::Open(bind.front());
+    auto sock = CountingUdpSocket::Open(bind.front(), options.receive_buffer_bytes);
     if (!sock) return Error::Unavailable("DHT: cannot start on {}:{}: {}", options.bind_host, options.port,
                                          sock.error().ToString());
     impl->socket_counts = (*sock)->counters();

@@ -40,6 +40,10 @@ struct DhtOptions {
   uint16_t port = 0;                          // 0 = pick one
   std::vector<std::string> bootstrap;         // "HOST:PORT"
   std::chrono::milliseconds op_timeout{3000}; // per Put / Get
+  // SO_RCVBUF of the DHT socket; 0 = the kernel's default (212,992 bytes on
+  // Linux). OpenDHT sends a value's parts back to back, so a get of many
+  // large values overflows a small buffer (docs/dispatch.md, "Scale").
+  int receive_buffer_bytes = 0;
 };
 
 // Routing table sizes now, and traffic since Start. Requests are OpenDHT's
