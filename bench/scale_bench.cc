@@ -27,7 +27,9 @@
 //     tokens = 60 layers, each PlanDispatch over the model's live parts with
 //     that layer's items (top-10 of 512 per token, uniform); copy_ms = one
 //     copy of the live parts per layer (the forward makes two: Live() and
-//     the plan's input).
+//     the plan's input); live_MB = those parts in memory (one agent's
+//     snapshot; its table holds them again); wire_MB = their signed
+//     records, i.e. one full read of the model's DHT key from one node.
 //     loss_converge: the share of DHT datagrams sent during convergence that
 //     no node received (all on loopback: dropped by full socket buffers);
 //     rcvbuf_drops_*: the kernel's UDP RcvbufErrors over the same spans.
@@ -51,6 +53,7 @@
 
 #include "catalog/builtin_shapes.h"
 #include "dispatch/planner.h"
+#include "identity/identity.h"
 #include "scale_swarm.h"
 #include "swarm/shard_map.h"
 
@@ -90,13 +93,17 @@ double Since(Steady::time_point t0) { return std::chrono::duration<double>(Stead
 
 // ---- the planner ----
 
-// The declarations H holders publish, as readers hold them (parts).
-std::vector<sw::Declaration> BuildLive(int h) {
+// The declarations H holders publish, as readers hold them (parts);
+// `wire_bytes` (optional) receives the bytes of their signed records, i.e.
+// what one full read of the model's key carries from one storing node.
+std::vector<sw::Declaration> BuildLive(int h, uint64_t* wire_bytes = nullptr) {
   std::vector<sw::Declaration> live;
   auto shares = tenzro::bench::ScaleShares(Shape(), h);
+  if (wire_bytes) *wire_bytes = 0;
   for (int k = 0; k < h; ++k) {
+    const tenzro::identity::Identity id = tenzro::identity::Identity::Generate();
     sw::Declaration d;
-    d.node_id = fmt::format("{:064x}", k + 1);
+    d.node_id = id.node_id();
     d.model = Shape().id;
     const std::string host = tenzro::bench::ScaleHost(k);
     d.endpoints = {{"quic", fmt::format("{}:4433", host)}, {"http", fmt::format("http://{}:8080", host)}};
@@ -104,7 +111,10 @@ std::vector<sw::Declaration> BuildLive(int h) {
     d.seq = 1;
     d.timestamp_ms = 1;
     auto parts = sw::Split(d, kPartBytes);
-    for (auto& p : *parts) live.push_back(std::move(p));
+    for (auto& p : *parts) {
+      if (wire_bytes) *wire_bytes += sw::EncodeRecord(p, id)->size();
+      live.push_back(std::move(p));
+    }
   }
   return live;
 }
@@ -172,7 +182,10 @@ PlanCost TimePlan(const std::vector<sw::Declaration>& live, int tokens, int step
 
 void BM_Plan(benchmark::State& state) {
   const int h = static_cast<int>(state.range(0)), tokens = static_cast<int>(state.range(1));
-  const std::vector<sw::Declaration> live = BuildLive(h);
+  uint64_t wire = 0;
+  const std::vector<sw::Declaration> live = BuildLive(h, &wire);
+  size_t held = 0;
+  for (const auto& d : live) held += tenzro::bench::DeclarationBytes(d);
   std::mt19937 rng(17);
   dp::PlanInput in;
   in.self_node_id = std::string(64, 'f');
@@ -196,6 +209,8 @@ void BM_Plan(benchmark::State& state) {
   state.counters["parts"] = static_cast<double>(live.size());
   state.counters["calls_per_layer"] = static_cast<double>(calls) / std::max<size_t>(1, layers);
   state.counters["copy_ms"] = copy.copy_ms;
+  state.counters["wire_MB"] = wire / 1e6;
+  state.counters["live_MB"] = held / 1e6;
 }
 BENCHMARK(BM_Plan)
     ->ArgsProduct({{16, 64, 256, 1024, 4096, 10000}, {1, 16}})
