@@ -15,7 +15,7 @@
 //                  the same time: until every other agent's snapshot lacks it
 //                  (bounded by the TTL, 60 s, + one snapshot read);
 //     per holder per minute at steady state (the SCALE_BENCH_STEADY_S window
-//     after convergence, default 60 s, over the holders alive throughout;
+//     after convergence, default 40 s, over the holders alive throughout;
 //     mean and the busiest holder): DHT requests in / out (OpenDHT's counts)
 //     and UDP bytes in / out (the transport's socket);
 //     rss_mb_per_agent (process RSS growth / H), snapshot_mb (one agent's
@@ -246,7 +246,7 @@ void BM_Swarm(benchmark::State& state) {
   const std::string model = Shape().id;
   const uint64_t want_entries = Shape().total_experts() * kReplication;
   const double converge_limit = EnvSeconds("SCALE_BENCH_CONVERGE_S", 60);
-  const double steady_window = EnvSeconds("SCALE_BENCH_STEADY_S", 60);
+  const double steady_window = EnvSeconds("SCALE_BENCH_STEADY_S", 40);
   for (auto _ : state) {
     const uint64_t rss0 = tenzro::bench::ResidentBytes();
     sw::DhtOptions dht;  // the node's defaults, but for SCALE_BENCH_RCVBUF
