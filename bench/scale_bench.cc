@@ -377,6 +377,7 @@ void BM_Swarm(benchmark::State& state) {
     state.counters["join_s"] = join_s;
     state.counters["converge_s"] = converge_s;
     state.counters["coverage_min"] = min_cov;
+    state.counters["complete"] = complete;  // agents whose snapshot converged
     state.counters["bad_maps"] = bad_maps;
     state.counters["loss_converge"] = converge_loss;
     state.counters["rcvbuf_drops_converge"] = converge_drops;
