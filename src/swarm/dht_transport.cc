@@ -10,6 +10,7 @@
 
 #include "swarm/declaration.h"
 #include "identity/envelope.h"
+#include "swarm/dht_socket.h"
 #include "swarm/provider.h"
 #include "swarm/value_id.h"
 
@@ -19,6 +20,9 @@ struct DhtTransport::Impl {
   DhtOptions options;
   dht::DhtRunner runner;
   std::vector<std::pair<std::string, std::string>> bootstrap;  // host, port
+  std::shared_ptr<const DhtSocketCounters> socket_counts;
+  mutable std::mutex stats_mu;  // guards the request totals below
+  mutable std::array<uint64_t, DhtStats::kRequestTypes> requests_in{}, requests_out{};
 };
 
 namespace {
@@ -93,7 +97,17 @@ Result<std::unique_ptr<DhtTransport>> DhtTransport::Start(const DhtOptions& opti
   const std::string port = std::to_string(options.port);
   const bool v6 = options.bind_host.find(':') != std::string::npos;
   try {
-    impl->runner.run(v6 ? "" : options.bind_host.c_str(), v6 ? options.bind_host.c_str() : "", port.c_str(), config);
+    // The runner's socket is ours, so its bytes are counted (DhtStats).
+    std::vector<dht::SockAddr> bind = dht::SockAddr::resolve(options.bind_host, port);
+    if (bind.empty()) return Error::Unavailable("DHT: cannot resolve {}", options.bind_host);
+    auto sock = CountingUdpSocket::Open(bind.front(), options.receive_buffer_bytes);
+    if (!sock) return Error::Unavailable("DHT: cannot start on {}:{}: {}", options.bind_host, options.port,
+                                         sock.error().ToString());
+    impl->socket_counts = (*sock)->counters();
+    (v6 ? config.bind6 : config.bind4) = bind.front();
+    dht::DhtRunner::Context context;
+    context.sock = std::move(*sock);
+    impl->runner.run(config, std::move(context));
   } catch (const std::exception& e) {
     return Error::Unavailable("DHT: cannot start on {}:{}: {}", options.bind_host, options.port, e.what());
   }
@@ -119,6 +133,22 @@ DhtStats DhtTransport::stats() const {
   unsigned cached = 0;
   const bool v6 = impl_->options.bind_host.find(':') != std::string::npos;
   impl_->runner.getNodesStats(v6 ? AF_INET6 : AF_INET, &s.good_nodes, &s.dubious_nodes, &cached, &s.incoming_nodes);
+  {
+    std::lock_guard<std::mutex> lock(impl_->stats_mu);
+    const std::vector<unsigned> in = impl_->runner.getNodeMessageStats(true);
+    const std::vector<unsigned> out = impl_->runner.getNodeMessageStats(false);
+    for (size_t i = 0; i < DhtStats::kRequestTypes; ++i) {
+      if (i < in.size()) impl_->requests_in[i] += in[i];
+      if (i < out.size()) impl_->requests_out[i] += out[i];
+    }
+    s.requests_in = impl_->requests_in;
+    s.requests_out = impl_->requests_out;
+  }
+  const DhtSocketCounters& c = *impl_->socket_counts;
+  s.datagrams_in = c.datagrams_in.load(std::memory_order_relaxed);
+  s.datagrams_out = c.datagrams_out.load(std::memory_order_relaxed);
+  s.bytes_in = c.bytes_in.load(std::memory_order_relaxed);
+  s.bytes_out = c.bytes_out.load(std::memory_order_relaxed);
   return s;
 }
 

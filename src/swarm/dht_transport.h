@@ -20,6 +20,7 @@
 // Thread-safe. Nothing here trusts a value: readers verify records.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -39,12 +40,25 @@ struct DhtOptions {
   uint16_t port = 0;                          // 0 = pick one
   std::vector<std::string> bootstrap;         // "HOST:PORT"
   std::chrono::milliseconds op_timeout{3000}; // per Put / Get
+  // SO_RCVBUF of the DHT socket; 0 = the kernel's default (212,992 bytes on
+  // Linux). OpenDHT sends a value's parts back to back, so a get of many
+  // large values overflows a small buffer (docs/dispatch.md, "Scale").
+  int receive_buffer_bytes = 0;
 };
 
+// Routing table sizes now, and traffic since Start. Requests are OpenDHT's
+// own counts (DhtRunner::getNodeMessageStats: requests this node sent, and
+// requests it received, by type; replies and value parts are not requests);
+// datagrams and bytes are every UDP datagram and its payload on the runner's
+// socket (requests, replies, value parts alike), counted by the socket.
 struct DhtStats {
   unsigned good_nodes = 0;
   unsigned dubious_nodes = 0;
   unsigned incoming_nodes = 0;
+  enum Request : uint8_t { kPing, kFind, kGet, kListen, kPut, kRequestTypes };
+  std::array<uint64_t, kRequestTypes> requests_in{}, requests_out{};
+  uint64_t datagrams_in = 0, datagrams_out = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;
 };
 
 class DhtTransport : public DiscoveryTransport {
@@ -59,6 +73,8 @@ class DhtTransport : public DiscoveryTransport {
   Result<std::vector<std::string>> Get(const std::string& key) override;
 
   uint16_t port() const;
+  // Thread-safe; each call also folds OpenDHT's request counts (which it
+  // resets on every read) into this transport's totals.
   DhtStats stats() const;
   // Re-sends the bootstrap requests (e.g. after losing every peer).
   void Rebootstrap();

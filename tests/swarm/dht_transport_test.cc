@@ -1,6 +1,7 @@
 // The OpenDHT transport on loopback, in process: three runners on tenzro's
 // network id find each other through a bootstrap node; a value put on one is
-// read from another; a bad bootstrap entry is refused.
+// read from another; a bad bootstrap entry is refused; the traffic counts
+// (DhtStats) of two nodes mirror each other and carry the value put.
 #include "swarm/dht_transport.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,9 @@
 #include <chrono>
 #include <thread>
 
+#include "swarm/declaration.h"
 #include "swarm/provider.h"
+#include "swarm/transport.h"
 #include "swarm/value_id.h"
 
 namespace tenzro::swarm {
@@ -93,6 +96,53 @@ TEST(DhtTransportTest, PutOnOneGetFromAnother) {
   EXPECT_TRUE(seen);
 
   EXPECT_FALSE((*a)->Put("tenzro/test/big", 1, std::string(64 * 1024, 'x')));
+}
+
+// What one node's socket sent, the other's received (loopback loses
+// nothing), and a put of a 20 KB declaration shows as at least 20 KB out of
+// the putter and a put request in OpenDHT's counts of both ends.
+TEST(DhtTransportTest, StatsCountRequestsDatagramsAndBytesBothWays) {
+  DhtOptions o;
+  o.op_timeout = std::chrono::milliseconds(2000);
+  auto boot = DhtTransport::Start(o);
+  ASSERT_TRUE(boot) << boot.error().ToString();
+  const DhtStats fresh = (*boot)->stats();
+  EXPECT_EQ(fresh.bytes_in + fresh.bytes_out + fresh.datagrams_in + fresh.datagrams_out, 0u);
+  o.bootstrap = {"127.0.0.1:" + std::to_string((*boot)->port())};
+  auto a = DhtTransport::Start(o);
+  ASSERT_TRUE(a) << a.error().ToString();
+
+  identity::Identity alice = identity::Identity::Generate();
+  Declaration d;
+  d.node_id = alice.node_id();
+  d.model = "stats-test";
+  d.timestamp_ms = 1;
+  for (int e = 0; e < 160; ++e) d.experts.push_back({e / 64, e % 64, "q4_k", "q4_k", "q6_k", std::string(64, 'b')});
+  const std::string rec = *EncodeRecord(d, alice);
+  ASSERT_GT(rec.size(), 20000u);
+  ASSERT_TRUE((*a)->Put(DeclarationKey(d.model), RecordValueId(alice.node_id(), "decl", d.model, 0), rec));
+  ASSERT_EQ((*boot)->Get(DeclarationKey(d.model))->size(), 1u);
+
+  DhtStats sa, sb;
+  for (int i = 0; i < 50; ++i) {  // let datagrams in flight land
+    sa = (*a)->stats();
+    sb = (*boot)->stats();
+    if (sa.bytes_out == sb.bytes_in && sb.bytes_out == sa.bytes_in) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(sa.bytes_out, sb.bytes_in);
+  EXPECT_EQ(sb.bytes_out, sa.bytes_in);
+  EXPECT_EQ(sa.datagrams_out, sb.datagrams_in);
+  EXPECT_EQ(sb.datagrams_out, sa.datagrams_in);
+  EXPECT_GE(sa.bytes_out, rec.size());
+  EXPECT_GT(sa.datagrams_out, rec.size() / 1280);  // value parts of at most one MTU each
+  EXPECT_GE(sa.requests_out[DhtStats::kPut], 1u);
+  EXPECT_GE(sb.requests_in[DhtStats::kPut], 1u);
+  EXPECT_GE(sa.requests_out[DhtStats::kPing] + sa.requests_out[DhtStats::kFind], 1u);
+  // Totals only grow: a second read does not lose what OpenDHT reset.
+  const DhtStats again = (*a)->stats();
+  EXPECT_GE(again.requests_out[DhtStats::kPut], sa.requests_out[DhtStats::kPut]);
+  EXPECT_GE(again.bytes_out, sa.bytes_out);
 }
 
 TEST(DhtTransportTest, BadOptionsAreRefused) {
