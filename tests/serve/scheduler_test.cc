@@ -199,7 +199,9 @@ TEST(SchedulerTest, DraftsKeepGreedyTokens) {
     }
     EXPECT_EQ(drafted, st.drafted_tokens);
     EXPECT_EQ(accepted, st.accepted_tokens);
-    if (oracle) EXPECT_GT(st.accepted_tokens, 20u);
+    if (oracle) {
+      EXPECT_GT(st.accepted_tokens, 20u);
+    }
     // Every request delivered all its tokens.
     EXPECT_EQ(st.generated_tokens, 24u + 30 + 16 + 20);
     std::printf("oracle %d: %zu steps, %llu drafted, %llu accepted\n", oracle, steps.size(),
