@@ -111,20 +111,20 @@ Result<Plan> Dispatcher::PlanWork(const std::string& model, const std::vector<Pl
   if (sources_.live) {
     TENZRO_TRY(live, sources_.live(model));
   }
-  return PlanWith(model, work, std::move(live), excluded_items);
+  return PlanWith(model, work, live, excluded_items);
 }
 
 Plan Dispatcher::PlanWith(const std::string& model, const std::vector<PlanItem>& work,
-                          std::vector<swarm::Declaration> live,
+                          const std::vector<swarm::Declaration>& live,
                           const std::set<std::tuple<std::string, int, int>>& excluded_items) {
   PlanInput in;
   in.self_node_id = sources_.self_node_id;
   if (sources_.local) in.local = sources_.local(model);
-  in.live = std::move(live);
+  in.live_view = &live;
   const auto now = Clock::now();
   in.stats = stats_.Snapshot(now);
   // Banned by id, or declared at an address banned for wrong outputs.
-  in.excluded = stats_.Excluded(in.live, sources_.self_node_id, now);
+  in.excluded = stats_.Excluded(live, sources_.self_node_id, now);
   in.excluded_items = excluded_items;
   in.quic = quic_ != nullptr;
   return PlanDispatch(work, in);

@@ -132,7 +132,8 @@ class Dispatcher {
                         const std::set<std::tuple<std::string, int, int>>& excluded_items = {});
   // The same with the declarations given (a forward reads them once and
   // re-plans its failed items from the same set).
-  Plan PlanWith(const std::string& model, const std::vector<PlanItem>& work, std::vector<swarm::Declaration> live,
+  Plan PlanWith(const std::string& model, const std::vector<PlanItem>& work,
+                const std::vector<swarm::Declaration>& live,
                 const std::set<std::tuple<std::string, int, int>>& excluded_items = {});
 
   // Computes the block into `out` (n_tok x d_model). kInvalidArgument for

@@ -1,7 +1,9 @@
 #include "dispatch/planner.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 namespace tenzro::dispatch {
 namespace {
@@ -98,10 +100,24 @@ Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& in) {
   // Remote candidates by node id (std::map: iteration in node id order).
   std::map<std::string, Candidate> cands;
   std::set<std::pair<int, int>> banned_holds;
-  for (const swarm::Declaration& d : in.live) {
+  // Only the experts of the work matter: a declaration part lists up to
+  // thousands (every layer a holder serves), a round asks for a few of one
+  // layer, so each entry is checked against the work's layer range first.
+  std::set<std::pair<int, int>> wanted;
+  int min_layer = INT32_MAX, max_layer = INT32_MIN;
+  for (const PlanItem& w : work) {
+    wanted.insert({w.layer, w.expert});
+    min_layer = std::min(min_layer, w.layer);
+    max_layer = std::max(max_layer, w.layer);
+  }
+  auto is_wanted = [&](const swarm::HeldExpert& e) {
+    return e.layer >= min_layer && e.layer <= max_layer && wanted.count({e.layer, e.expert});
+  };
+  for (const swarm::Declaration& d : in.Live()) {
     if (d.node_id == in.self_node_id || d.state == swarm::HolderState::kLeaving) continue;
     if (in.excluded.count(d.node_id)) {
-      for (const auto& e : d.experts) banned_holds.insert({e.layer, e.expert});
+      for (const auto& e : d.experts)
+        if (is_wanted(e)) banned_holds.insert({e.layer, e.expert});
       continue;
     }
     Candidate& c = cands[d.node_id];
@@ -110,7 +126,8 @@ Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& in) {
       c.transport = quic.empty() ? Transport::kHttp : Transport::kQuic;
       c.endpoint = quic.empty() ? EndpointOf(d, "http") : quic;
     }
-    for (const auto& e : d.experts) c.experts.insert({e.layer, e.expert});
+    for (const auto& e : d.experts)
+      if (is_wanted(e)) c.experts.insert({e.layer, e.expert});
   }
   for (auto it = cands.begin(); it != cands.end();) {
     if (it->second.endpoint.empty()) {

@@ -87,6 +87,11 @@ struct PlanInput {
   std::string self_node_id;
   std::set<std::pair<int, int>> local;           // (layer, expert) held by this node's runtime
   std::vector<swarm::Declaration> live;          // live declaration parts of the model
+  // When set, read instead of `live` (not copied; must outlive the call):
+  // a forward plans every round and hedge over the same parts, which at
+  // the 397B shape are megabytes.
+  const std::vector<swarm::Declaration>* live_view = nullptr;
+  const std::vector<swarm::Declaration>& Live() const { return live_view ? *live_view : live; }
   std::map<std::string, HolderStats> stats;      // by node id
   std::set<std::string> excluded;                // holders not to use (banned)
   std::set<std::tuple<std::string, int, int>> excluded_items;  // (node, layer, expert) that failed
