@@ -35,7 +35,8 @@
 //     rcvbuf_drops_*: the kernel's UDP RcvbufErrors over the same spans.
 // SCALE_BENCH_CONVERGE_S (default 60) bounds each convergence wait;
 // SCALE_BENCH_EXPERTS (default 512) experts per layer; SCALE_BENCH_RCVBUF
-// (default 0: the kernel's) the DHT sockets' receive buffer in bytes. The
+// (default: the node's, 4 MiB; 0: the kernel's) the DHT sockets' receive
+// buffer in bytes. The
 // machine running this may be small and shared: the swarm's agents compete
 // for its cores (see docs/dispatch.md, "Scale").
 #include <benchmark/benchmark.h>
@@ -250,7 +251,7 @@ void BM_Swarm(benchmark::State& state) {
   for (auto _ : state) {
     const uint64_t rss0 = tenzro::bench::ResidentBytes();
     sw::DhtOptions dht;  // the node's defaults, but for SCALE_BENCH_RCVBUF
-    dht.receive_buffer_bytes = static_cast<int>(EnvSeconds("SCALE_BENCH_RCVBUF", 0));
+    dht.receive_buffer_bytes = static_cast<int>(EnvSeconds("SCALE_BENCH_RCVBUF", dht.receive_buffer_bytes));
     ScaleSwarm swarm(Shape(), sw::AgentOptions{}, dht);
     const auto tn = Steady::now();
     if (auto r = swarm.StartNodes(h, std::chrono::seconds(30)); !r) {

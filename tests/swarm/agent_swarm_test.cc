@@ -1,6 +1,6 @@
 // Sixteen agents in one process over the real OpenDHT on loopback (each its
 // own identity, DHT node on its own 127.0.0.x address, bootstrapped off the
-// first), each declaring its share of a 60-layer x 16-expert model at
+// first), each declaring its share of a 12-layer x 16-expert model at
 // replication 2: every agent's snapshot converges to every holder, and the
 // shard map built from it has every expert exactly twice. The short check of bench/scale_bench.cc, which
 // measures the same at the Qwen3.5-397B shape and many more holders.
@@ -19,7 +19,9 @@
 namespace tenzro::swarm {
 namespace {
 
-constexpr int kHolders = 16, kLayers = 60, kExperts = 16;
+// Small declarations: the test checks convergence and the map, not the DHT's
+// throughput under a loaded machine (the bench measures that).
+constexpr int kHolders = 16, kLayers = 12, kExperts = 16;
 
 catalog::ModelShape Shape() {
   catalog::ModelShape s;
@@ -74,7 +76,7 @@ TEST(AgentSwarmTest, SixteenAgentsOverOpenDhtConvergeToEveryExpertTwice) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t want = 2u * kLayers * kExperts;
   int complete = 0;
-  while (complete < kHolders && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+  while (complete < kHolders && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     complete = 0;
     for (auto& a : agents) {
