@@ -4,6 +4,9 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
 
 namespace tenzro::dispatch {
 namespace {
@@ -113,6 +116,16 @@ Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& in) {
   auto is_wanted = [&](const swarm::HeldExpert& e) {
     return e.layer >= min_layer && e.layer <= max_layer && wanted.count({e.layer, e.expert});
   };
+  // Per usable remote holder (not this node, not leaving or excluded, an
+  // endpoint named): the first part naming its endpoint. Candidates only for
+  // holders of the work's experts, so the rest of the plan does not grow
+  // with the swarm.
+  std::unordered_map<std::string_view, const swarm::Declaration*> usable;
+  auto endpoint_of = [&](const swarm::Declaration& d) {
+    std::string quic = in.quic ? EndpointOf(d, "quic") : "";
+    return std::make_pair(quic.empty() ? Transport::kHttp : Transport::kQuic,
+                          quic.empty() ? EndpointOf(d, "http") : quic);
+  };
   for (const swarm::Declaration& d : in.Live()) {
     if (d.node_id == in.self_node_id || d.state == swarm::HolderState::kLeaving) continue;
     if (in.excluded.count(d.node_id)) {
@@ -120,21 +133,18 @@ Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& in) {
         if (is_wanted(e)) banned_holds.insert({e.layer, e.expert});
       continue;
     }
-    Candidate& c = cands[d.node_id];
-    if (c.endpoint.empty()) {
-      std::string quic = in.quic ? EndpointOf(d, "quic") : "";
-      c.transport = quic.empty() ? Transport::kHttp : Transport::kQuic;
-      c.endpoint = quic.empty() ? EndpointOf(d, "http") : quic;
-    }
+    if (!usable.count(d.node_id) && !endpoint_of(d).second.empty()) usable.emplace(d.node_id, &d);
     for (const auto& e : d.experts)
-      if (is_wanted(e)) c.experts.insert({e.layer, e.expert});
+      if (is_wanted(e)) cands[d.node_id].experts.insert({e.layer, e.expert});
   }
   for (auto it = cands.begin(); it != cands.end();) {
-    if (it->second.endpoint.empty()) {
+    auto u = usable.find(it->first);
+    if (u == usable.end()) {
       it = cands.erase(it);
       continue;
     }
     Candidate& c = it->second;
+    std::tie(c.transport, c.endpoint) = endpoint_of(*u->second);
     auto st = in.stats.find(it->first);
     const bool measured = st != in.stats.end() && st->second.measured;
     c.est_base_ms = measured ? st->second.rtt_ms : in.default_rtt_ms;
@@ -155,7 +165,7 @@ Plan PlanDispatch(const std::vector<PlanItem>& work, const PlanInput& in) {
   });
 
   Plan plan;
-  plan.holders_considered = static_cast<int>(cands.size());
+  plan.holders_considered = static_cast<int>(usable.size());
   HolderBatch local;
   local.node_id = in.self_node_id;
   local.transport = Transport::kLocal;
