@@ -26,8 +26,8 @@
 //     in memory (H up to 10,000): one iteration = one decode step of `tokens`
 //     tokens = 60 layers, each PlanDispatch over the model's live parts with
 //     that layer's items (top-10 of 512 per token, uniform); copy_ms = one
-//     copy of the live parts per layer (the forward makes two: Live() and
-//     the plan's input); live_MB = those parts in memory (one agent's
+//     copy of the live parts per layer (the forward makes one: Live());
+//     live_MB = those parts in memory (one agent's
 //     snapshot; its table holds them again); wire_MB = their signed
 //     records, i.e. one full read of the model's DHT key from one node.
 //     loss_converge: the share of DHT datagrams sent during convergence that
