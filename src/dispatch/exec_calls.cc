@@ -145,7 +145,9 @@ std::chrono::milliseconds CallTimeout(const HolderBatch& b, const std::map<std::
     return opt.holder_timeout;
   // The first round trip is in the fit's base already.
   const int extra_trips = std::max(0, SlowStartRoundTrips(wire_bytes) - 1);
-  const double expect_ms = st->second.rtt_ms * (1 + extra_trips) + b.rows / st->second.rows_per_s * 1000.0;
+  // The rows already queued at the holder (this node's other calls) run first.
+  const double rows = static_cast<double>(b.rows) + std::max(0.0, st->second.rows_queued);
+  const double expect_ms = st->second.rtt_ms * (1 + extra_trips) + rows / st->second.rows_per_s * 1000.0;
   const auto t = std::chrono::milliseconds(static_cast<int64_t>(opt.timeout_factor * expect_ms));
   return std::clamp(t, std::min(opt.min_timeout, opt.holder_timeout), opt.holder_timeout);
 }

@@ -59,7 +59,8 @@ Result<void> MatchAnswer(const ExecRequest& req, const ExecResponse& resp);
 // The deadline of a call: holder_timeout, or (adaptive) sooner for a
 // measured remote holder: max(min_timeout, timeout_factor x its expected
 // time), at most holder_timeout. The expected time is the holder's fitted
-// base plus its fitted time for the rows, with the base paid once more for
+// base plus its fitted time for the rows and for the rows this node already
+// has queued there (HolderStats::rows_queued), with the base paid once more for
 // every round trip that `wire_bytes` (the rows one way) need from a cold
 // congestion window (SlowStartRoundTrips): on a long path a large call
 // (a prefill's) takes several round trips before its last byte arrives,

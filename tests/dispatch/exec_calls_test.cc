@@ -147,6 +147,9 @@ TEST(ExecCallsTest, CallTimeoutScalesWithTheBytesAndTheHoldersRoundTrip) {
   EXPECT_EQ(big.count(), 7133);  // 20 x (7 x 50 + 6.65) ms
   EXPECT_EQ(CallTimeout(b, stats, opt, true, 0).count(), 1133);  // bytes unknown: the fit alone
   EXPECT_EQ(CallTimeout(b, stats, opt, true, 64ull << 20).count(), 10000);  // capped by holder_timeout
+  stats["h"].rows_queued = 2000;  // other calls' rows ahead of this one: 100 ms more
+  EXPECT_EQ(CallTimeout(b, stats, opt, true, 133 * 6144).count(), 9133);
+  stats["h"].rows_queued = 0;
   stats["h"].rtt_ms = 2;  // loopback: the 1 s floor
   EXPECT_EQ(CallTimeout(b, stats, opt, true, 133 * 6144).count(), 1000);
   EXPECT_EQ(CallTimeout(b, stats, opt, false, 133 * 6144).count(), 10000);  // not adaptive
