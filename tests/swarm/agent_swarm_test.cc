@@ -82,7 +82,8 @@ TEST(AgentSwarmTest, SixteenAgentsOverOpenDhtConvergeToEveryExpertTwice) {
     for (auto& a : agents) {
       size_t entries = 0;
       std::set<std::string> holders;
-      for (const auto& d : a->Snapshot(shape.id)->live) {
+      const auto snap = a->Snapshot(shape.id);  // held: a range-for over a temporary's member would dangle
+      for (const auto& d : snap->live) {
         entries += d.experts.size();
         holders.insert(d.node_id);
       }
