@@ -266,7 +266,9 @@ void RunCalls(std::vector<Call>& calls, const std::function<Executor*(Transport)
     // A saturated pool: run a queued call here — at once without hedging;
     // with hedging only once it waited kSteal for a pool thread, since this
     // thread is blocked while it runs one (and cannot hedge meanwhile).
-    constexpr auto kSteal = std::chrono::milliseconds(2);
+    // (20 ms: longer than a pool thread takes to wake on a loaded machine; a
+    // call taken here too early is one that cannot be hedged.)
+    constexpr auto kSteal = std::chrono::milliseconds(20);
     if (!group->queue.empty()) {
       const auto steal_at = hedge ? group->queue.front()->queued + kSteal : now;
       if (steal_at <= now) {
